@@ -1,0 +1,36 @@
+"""MuJoCo tabletop tasks for the SO-101-like arm (see docs/interfaces.md, "Tasks").
+
+Importing this package registers the gymnasium ids ``robot_learn/*-v0``.
+"""
+
+import os
+
+# Headless machines render through EGL; must be decided before mujoco loads.
+if not os.environ.get("DISPLAY"):
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    if os.environ["MUJOCO_GL"] in ("egl", "osmesa"):
+        os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+
+from .base_env import TabletopEnv  # noqa: E402
+from .experts import PickPlaceExpert  # noqa: E402
+from .registry import TASK_NAMES, TASK_SPECS, TaskSpec, make_env, make_expert, register_envs, task_spec  # noqa: E402
+from .reversal import RecordedEpisode, record_expert_episode, replay_reversed, reverse_episode  # noqa: E402
+from .task_base import PHASES  # noqa: E402
+
+register_envs()
+
+__all__ = [
+    "PHASES",
+    "TASK_NAMES",
+    "TASK_SPECS",
+    "PickPlaceExpert",
+    "RecordedEpisode",
+    "TabletopEnv",
+    "TaskSpec",
+    "make_env",
+    "make_expert",
+    "record_expert_episode",
+    "replay_reversed",
+    "reverse_episode",
+    "task_spec",
+]

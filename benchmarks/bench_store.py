@@ -1,0 +1,171 @@
+"""Episode store throughput: write and read rates, and window-sampling rate
+against indexing the same arrays held as in-memory numpy.
+
+    .venv/bin/python benchmarks/bench_store.py [--repeats 3] [--episodes 50]
+
+Image dataset: E episodes x 100 steps, two 96x96 cameras, state 10, action 5.
+Low-dim dataset: 10*E episodes x 100 steps, state 10, env_state 14, action 5.
+Images are smooth synthetic scenes (gradient background, moving squares), closer
+to rendered frames than noise, which would not compress.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import zarr
+
+from robot_learn.data import EpisodeStore, WindowSampler
+
+STEPS, IMAGE, STATE, ACTION = 100, 96, 10, 5
+
+
+def scene(length: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:IMAGE, 0:IMAGE]
+    base = np.stack([xx * 255 // IMAGE, yy * 255 // IMAGE,
+                     np.full_like(xx, rng.integers(0, 255))], -1).astype(np.uint8)
+    frames = np.repeat(base[None], length, 0)
+    for t in range(length):
+        cx, cy = (20 + t // 2) % (IMAGE - 12), (30 + t // 3 + seed) % (IMAGE - 12)
+        frames[t, cy:cy + 12, cx:cx + 12] = (200, 30, 30)
+        frames[t, 60:72, t % 80:t % 80 + 10] = (30, 30, 200)
+    return frames
+
+
+def episode(seed: int, images: bool) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    steps = {"state": rng.normal(size=(STEPS, STATE)).astype(np.float32),
+             "action": rng.normal(size=(STEPS, ACTION)).astype(np.float32)}
+    if images:
+        steps["images/front"] = scene(STEPS, seed)
+        steps["images/wrist"] = scene(STEPS, seed + 1000)[:, ::-1].copy()
+    else:
+        steps["env_state"] = rng.normal(size=(STEPS, 14)).astype(np.float32)
+    return steps
+
+
+def meta(i: int) -> dict:
+    return {"task": "stack", "instruction": "put the red cube on the blue cube",
+            "success": bool(i % 3), "seed": i, "source": "demo"}
+
+
+def bench_write_read(root: Path, episodes: list[dict], repeats: int) -> dict[str, float]:
+    raw = sum(v.nbytes for ep in episodes for v in ep.values())
+    frames = len(episodes) * STEPS
+    writes, reads, size = [], [], 0
+    for r in range(repeats):
+        path = root / f"w{r}.zarr"
+        t0 = time.perf_counter()
+        store = EpisodeStore.create(path)
+        for i, ep in enumerate(episodes):
+            store.append_episode(ep, meta(i))
+        writes.append(time.perf_counter() - t0)
+        size = store.disk_size_bytes()
+        t0 = time.perf_counter()
+        reader = EpisodeStore.open(path)
+        for i in range(reader.num_episodes):
+            reader.episode(i)
+        reads.append(time.perf_counter() - t0)
+        if r < repeats - 1:
+            shutil.rmtree(path)
+    w, rd = statistics.median(writes), statistics.median(reads)
+    return {"frames": frames, "raw_mb": raw / 1e6, "disk_mb": size / 1e6,
+            "write_fps": frames / w, "write_mbs": raw / 1e6 / w,
+            "read_fps": frames / rd, "read_mbs": raw / 1e6 / rd, "path": str(root / f"w{repeats - 1}.zarr")}
+
+
+class NumpyWindows:
+    """Baseline: the same windows indexed straight from in-memory numpy arrays."""
+
+    def __init__(self, arrays: dict[str, np.ndarray], ends: np.ndarray, obs_keys, to: int, ta: int,
+                 batch: int, seed: int) -> None:
+        self.arrays, self.obs_keys, self.batch = arrays, obs_keys, batch
+        starts = np.concatenate([[0], ends[:-1]])
+        lengths = ends - starts
+        self.ep = np.repeat(np.arange(len(ends)), lengths)
+        self.t = np.arange(ends[-1]) - np.repeat(starts, lengths)
+        self.starts, self.last = starts, lengths - 1
+        self.obs_off, self.act_off = np.arange(to) - to + 1, np.arange(ta) - to + 1
+        self.rng = np.random.default_rng(seed)
+
+    def sample(self) -> dict:
+        k = self.rng.integers(0, len(self.t), size=self.batch)
+        e, t = self.ep[k], self.t[k]
+        base, last = self.starts[e][:, None], self.last[e][:, None]
+        oi = base + np.clip(t[:, None] + self.obs_off, 0, last)
+        ai = base + np.clip(t[:, None] + self.act_off, 0, last)
+        return {"obs": {key: self.arrays[key][oi] for key in self.obs_keys},
+                "action": self.arrays["action"][ai]}
+
+
+def rates(samplers: dict, seconds: float, repeats: int, batch: int) -> dict[str, float]:
+    """Median windows/s of each sampler. Runs are interleaved (a, b, c, a, b, c, ...)
+    so load from other processes hits all of them alike."""
+    runs: dict[str, list[float]] = {name: [] for name in samplers}
+    for sample in samplers.values():
+        sample()
+    for _ in range(repeats):
+        for name, sample in samplers.items():
+            n, t0 = 0, time.perf_counter()
+            while (elapsed := time.perf_counter() - t0) < seconds:
+                sample()
+                n += 1
+            runs[name].append(n * batch / elapsed)
+    return {name: statistics.median(r) for name, r in runs.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=2.0, help="per sampling measurement")
+    args = parser.parse_args()
+    to, ta, batch = 2, 16, 64
+    obs_keys = ("state", "images/front", "images/wrist")
+    print(f"config: zarr {zarr.__version__}, numpy {np.__version__}, python {platform.python_version()}, "
+          f"{os.cpu_count()} cpus; repeats {args.repeats}, medians shown")
+    print(f"  image dataset: {args.episodes} episodes x {STEPS} steps, 2 cameras {IMAGE}x{IMAGE}, "
+          f"state {STATE}, action {ACTION}")
+    print(f"  low-dim dataset: {10 * args.episodes} episodes x {STEPS} steps, state {STATE}, "
+          f"env_state 14, action {ACTION}")
+    print(f"  sampling: batch {batch}, obs_horizon {to}, action_horizon {ta}, obs {obs_keys}")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        results = {}
+        for name, count, images in (("image", args.episodes, True), ("low-dim", 10 * args.episodes, False)):
+            data = [episode(i, images) for i in range(count)]
+            results[name] = bench_write_read(root / name, data, args.repeats)
+        print(f"\n{'dataset':<9}{'frames':>8}{'raw MB':>9}{'disk MB':>9}{'write fr/s':>12}"
+              f"{'write MB/s':>12}{'read fr/s':>11}{'read MB/s':>11}")
+        for name, r in results.items():
+            print(f"{name:<9}{r['frames']:>8}{r['raw_mb']:>9.1f}{r['disk_mb']:>9.1f}"
+                  f"{r['write_fps']:>12.0f}{r['write_mbs']:>12.1f}{r['read_fps']:>11.0f}{r['read_mbs']:>11.1f}")
+
+        store = EpisodeStore.open(results["image"]["path"])
+        arrays = {k: store.read(k) for k in (*obs_keys, "action")}
+        base = NumpyWindows(arrays, store.episode_ends, obs_keys, to, ta, batch, seed=0)
+        cached = WindowSampler(store, obs_keys=obs_keys, obs_horizon=to, action_horizon=ta,
+                               batch_size=batch, seed=0, cache=True)
+        direct = WindowSampler(store, obs_keys=obs_keys, obs_horizon=to, action_horizon=ta,
+                               batch_size=batch, seed=0, cache=False)
+        r = rates({"numpy": base.sample, "cached": cached.sample, "direct": direct.sample},
+                  args.seconds, args.repeats, batch)
+        r_np, r_cached, r_direct = r["numpy"], r["cached"], r["direct"]
+        print(f"\n{'window sampling':<34}{'windows/s':>12}{'ratio to numpy':>16}")
+        print(f"{'in-memory numpy indexing':<34}{r_np:>12.0f}{1.0:>16.2f}")
+        print(f"{'WindowSampler cache=True':<34}{r_cached:>12.0f}{r_cached / r_np:>16.2f}")
+        print(f"{'WindowSampler cache=False (zarr)':<34}{r_direct:>12.0f}{r_direct / r_np:>16.3f}")
+        print(f"goal: cache=True ratio >= 0.5 -> {'met' if r_cached / r_np >= 0.5 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Task names, specs, gymnasium registration and the ``make_*`` factories."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium as gym
+
+from .base_env import TabletopEnv
+from .experts import PickPlaceExpert
+from .task_base import FamilyTask
+from .task_bin import BinTask
+from .task_peg import PegTask
+from .task_stack import StackTask
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Static facts about a task.
+
+    ``partner`` is the other variant of the same family: time-reversed
+    episodes of a reverse task become demos of its forward partner.
+    """
+
+    name: str
+    family: str
+    variant: str  # "forward" (hard) or "reverse" (easy)
+    partner: str
+    gym_id: str
+    max_steps: int
+    description: str
+
+
+_FAMILY_CLASSES: dict[str, type[FamilyTask]] = {"stack": StackTask, "peg": PegTask, "bin": BinTask}
+
+# The zero-noise expert needs ~45-60 steps; max_steps leaves room for noisy
+# experts that hesitate, overshoot or re-grasp.
+_SPECS = (
+    TaskSpec("stack", "stack", "forward", "unstack", "robot_learn/StackCube-v0", 100,
+             "put one cube on another; the instruction says which on which"),
+    TaskSpec("unstack", "stack", "reverse", "stack", "robot_learn/UnstackCube-v0", 100,
+             "take the top cube off and put it on the table"),
+    TaskSpec("peg_insert", "peg", "forward", "peg_remove", "robot_learn/PegInsert-v0", 120,
+             "insert a peg into the hole of a block (6 mm clearance)"),
+    TaskSpec("peg_remove", "peg", "reverse", "peg_insert", "robot_learn/PegRemove-v0", 120,
+             "pull the peg out of the block and stand it on the table"),
+    TaskSpec("bin_place", "bin", "forward", "bin_take", "robot_learn/BinPlace-v0", 100,
+             "put a cube into a bin, next to a distractor cube"),
+    TaskSpec("bin_take", "bin", "reverse", "bin_place", "robot_learn/BinTake-v0", 100,
+             "take the cube out of the bin and put it on the table"),
+)
+TASK_SPECS: dict[str, TaskSpec] = {s.name: s for s in _SPECS}
+TASK_NAMES: tuple[str, ...] = tuple(TASK_SPECS)
+
+
+def task_spec(name: str) -> TaskSpec:
+    """The ``TaskSpec`` of a task; ValueError lists the valid names."""
+    if name not in TASK_SPECS:
+        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(TASK_NAMES)}")
+    return TASK_SPECS[name]
+
+
+def make_env(
+    name: str,
+    cameras: tuple[str, ...] = ("front", "wrist"),
+    image_size: int | tuple[int, int] = 96,
+    action_mode: str = "pose",
+    max_steps: int | None = None,
+    render_mode: str | None = None,
+) -> TabletopEnv:
+    """Build the env of task ``name`` (no wrappers; ``max_steps=None`` uses the spec's)."""
+    spec = task_spec(name)
+    task = _FAMILY_CLASSES[spec.family](forward=spec.variant == "forward")
+    return TabletopEnv(
+        name,
+        task,
+        max_steps=spec.max_steps if max_steps is None else max_steps,
+        cameras=tuple(cameras),
+        image_size=image_size,
+        action_mode=action_mode,
+        render_mode=render_mode,
+    )
+
+
+def make_expert(name: str, noise: float = 0.0, seed: int | None = None) -> PickPlaceExpert:
+    """Scripted expert of task ``name`` producing pose-mode actions."""
+    task_spec(name)
+    return PickPlaceExpert(name, noise=noise, seed=seed)
+
+
+def register_envs() -> None:
+    """Register every task under its gymnasium id (idempotent)."""
+    for spec in _SPECS:
+        if spec.gym_id not in gym.registry:
+            gym.register(id=spec.gym_id, entry_point="robot_learn.envs.registry:make_env", kwargs={"name": spec.name})

@@ -1,0 +1,109 @@
+"""Recording scripted expert episodes into an episode store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CollectSummary:
+    """What a collection run did."""
+
+    path: Path
+    attempted: int
+    successes: int
+    stored: int
+
+
+def record_expert_episode(env: Any, expert: Any, seed: int) -> tuple[dict[str, np.ndarray], dict]:
+    """Run the expert for one episode; returns (steps, meta) in the store's format.
+
+    Row t holds the observation before action t, action t, the reward of that
+    step, the progress of observation t (from the previous info) and the phase
+    the expert was in when it chose action t.
+    """
+    obs, info = env.reset(seed=seed)
+    expert.reset(env)
+    rows: dict[str, list] = {k: [] for k in ("state", "env_state", "action", "reward",
+                                              "progress", "phase")}
+    images: dict[str, list] = {cam: [] for cam in obs.get("images", {})}
+    instruction = obs.get("instruction", "")
+    progress = float(info.get("progress", 0.0))
+    success = False
+    while True:
+        action = np.asarray(expert.act(obs, env), dtype=np.float32)
+        rows["state"].append(np.asarray(obs["state"], dtype=np.float32))
+        rows["env_state"].append(np.asarray(obs["env_state"], dtype=np.float32))
+        for cam, img in obs.get("images", {}).items():
+            images[cam].append(np.asarray(img, dtype=np.uint8))
+        rows["action"].append(action)
+        rows["phase"].append(int(expert.phase))
+        rows["progress"].append(progress)
+        obs, reward, terminated, truncated, info = env.step(action)
+        rows["reward"].append(float(reward))
+        progress = float(info.get("progress", progress))
+        success = bool(info.get("success", False))
+        if terminated or truncated:
+            break
+    steps = {
+        "state": np.stack(rows["state"]),
+        "env_state": np.stack(rows["env_state"]),
+        "action": np.stack(rows["action"]),
+        # The expert is the only controller here, so what ran is what was proposed.
+        "policy_action": np.stack(rows["action"]).copy(),
+        "intervention": np.zeros(len(rows["action"]), dtype=bool),
+        "reward": np.asarray(rows["reward"], dtype=np.float32),
+        "progress": np.asarray(rows["progress"], dtype=np.float32),
+        "phase": np.asarray(rows["phase"], dtype=np.int32),
+    }
+    for cam, frames in images.items():
+        steps[f"images/{cam}"] = np.stack(frames)
+    meta = {"instruction": instruction, "success": success, "seed": int(seed)}
+    return steps, meta
+
+
+def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 0.0,
+                  seed: int = 0, cameras: Sequence[str] = ("front", "wrist"),
+                  image_size: int = 96, max_steps: int | None = None,
+                  keep_failures: bool = False, source: str = "demo",
+                  progress_bar: bool = True) -> CollectSummary:
+    """Record ``episodes`` expert episodes (seeds ``seed + i``) into the store at ``path``.
+
+    The store is created if missing and appended to otherwise. Failed episodes
+    are dropped unless ``keep_failures``.
+    """
+    from tqdm import tqdm
+
+    from robot_learn.data import EpisodeStore
+    from robot_learn.envs import TASK_NAMES, make_env, make_expert
+
+    if task not in TASK_NAMES:
+        raise ValueError(f"unknown task '{task}'; valid tasks: {', '.join(TASK_NAMES)}")
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    path = Path(path)
+    if path.exists():
+        store = EpisodeStore.open(path, mode="a")
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        store = EpisodeStore.create(path)
+    env = make_env(task, cameras=tuple(cameras), image_size=image_size, max_steps=max_steps)
+    successes = stored = 0
+    bar = tqdm(range(episodes), desc=f"collect {task}", unit="ep", disable=not progress_bar)
+    try:
+        for i in bar:
+            # A fresh expert per episode: its noise depends only on that episode's seed.
+            expert = make_expert(task, noise=noise, seed=seed + i)
+            steps, meta = record_expert_episode(env, expert, seed + i)
+            successes += meta["success"]
+            if meta["success"] or keep_failures:
+                store.append_episode(steps, {**meta, "task": task, "source": source})
+                stored += 1
+            bar.set_postfix(success=f"{successes}/{i + 1}", stored=stored)
+    finally:
+        env.close()
+    return CollectSummary(path=path, attempted=episodes, successes=successes, stored=stored)

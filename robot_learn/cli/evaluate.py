@@ -1,0 +1,41 @@
+"""``robot-learn eval``: evaluate a saved policy (Hydra app, config eval.yaml)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from robot_learn.cli.hydra_app import run_hydra_app
+
+
+def eval_app(cfg: DictConfig) -> int:
+    """Load ``cfg.checkpoint``, evaluate it on ``cfg.task`` and write the report."""
+    from robot_learn.cli.policy_dirs import load_policy_for_task, resolve_policy_dir
+    from robot_learn.cli.tasks import check_task
+    from robot_learn.evaluation import evaluate, write_report
+
+    task = check_task(cfg.task.name)
+    policy = load_policy_for_task(cfg.checkpoint, task, cameras=tuple(cfg.task.cameras),
+                                  image_size=int(cfg.task.image_size),
+                                  expected_type=cfg.policy_type, device=cfg.device)
+    out_dir = Path(cfg.out_dir or HydraConfig.get().runtime.output_dir)
+    result = evaluate(policy, task, episodes=int(cfg.episodes), seed=int(cfg.seed),
+                      workers=int(cfg.workers), videos=int(cfg.videos), out_dir=out_dir,
+                      max_steps=cfg.max_steps, progress_bar=True)
+    paths = write_report(result, out_dir, title=f"Evaluation of {cfg.checkpoint} on {task}",
+                         extra={"checkpoint": str(resolve_policy_dir(cfg.checkpoint)),
+                                "policy": {"type": policy.name},
+                                "eval_config": OmegaConf.to_container(cfg, resolve=True)})
+    s = result.summary
+    print(f"{task}: success {s.success_rate:.1%} ({s.successes}/{s.episodes}), "
+          f"95% CI [{s.ci_low:.1%}, {s.ci_high:.1%}], mean progress {s.mean_progress:.3f}")
+    print(f"report: {paths['markdown']}")
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point for ``robot-learn eval``."""
+    return run_hydra_app(eval_app, "eval", argv, "robot-learn eval")

@@ -1,0 +1,53 @@
+"""``robot-learn`` console entry point: dispatches the first argument to a subcommand.
+
+Subcommand modules are imported only when chosen, so ``robot-learn --help`` stays
+fast (no torch or MuJoCo import).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Sequence
+
+# name -> (module, one-line description); each module exposes ``main(argv) -> int``.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "train": ("robot_learn.cli.train",
+              "collect demos if missing, train a policy, evaluate it, write a report"),
+    "eval": ("robot_learn.cli.evaluate",
+             "evaluate a saved policy on held-out seeds and write a report"),
+    "collect": ("robot_learn.cli.collect", "record scripted expert demos into an episode store"),
+    "inspect": ("robot_learn.cli.inspect_store", "print a summary of an episode store"),
+    "render-episode": ("robot_learn.cli.render_episode", "write one stored episode to mp4"),
+}
+
+
+def usage() -> str:
+    """The top-level help text listing every subcommand."""
+    width = max(len(n) for n in SUBCOMMANDS)
+    lines = ["usage: robot-learn <command> [args...]", "", "commands:"]
+    lines += [f"  {name:<{width}}  {desc}" for name, (_, desc) in SUBCOMMANDS.items()]
+    lines += ["", "Hydra commands (train, eval, collect) take key=value overrides, e.g.",
+              "  robot-learn train task=stack policy=diffusion_state train=fast",
+              "and '--help' / '--cfg job' like any Hydra app.",
+              "Run 'robot-learn <command> --help' for a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``robot-learn``; returns the process exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0 if args else 2
+    name, rest = args[0], args[1:]
+    if name not in SUBCOMMANDS:
+        print(f"robot-learn: unknown command '{name}'; valid commands: "
+              f"{', '.join(SUBCOMMANDS)}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(SUBCOMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

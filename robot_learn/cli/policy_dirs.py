@@ -1,0 +1,51 @@
+"""Finding and loading the policy in a checkpoint, run or policy directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from robot_learn.cli.hydra_app import CLIError
+
+
+def resolve_policy_dir(path: str | Path) -> Path:
+    """The directory holding ``config.yaml`` + ``model.safetensors`` for ``path``.
+
+    Accepts a policy dir itself, a training run dir (its final EMA ``policy/``) or
+    a trainer checkpoint dir (its ``ema/`` weights). A path that is none of these
+    is returned unchanged so the loader reports what is missing.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise CLIError(f"checkpoint '{path}' does not exist")
+    if (path / "config.yaml").is_file():
+        return path
+    for sub in ("policy", "ema"):
+        if (path / sub / "config.yaml").is_file():
+            return path / sub
+    return path
+
+
+def load_policy_for_task(checkpoint: str | Path, task: str, *, cameras: tuple[str, ...],
+                         image_size: int, expected_type: str | None = None,
+                         device: str = "cpu") -> Any:
+    """Load the policy at ``checkpoint`` and check it fits ``task``'s action and observations.
+
+    Raises ``CLIError`` naming the checkpoint and the mismatch.
+    """
+    from robot_learn.envs import make_env
+    from robot_learn.evaluation import observation_shapes
+    from robot_learn.policies import load_policy
+
+    policy_dir = resolve_policy_dir(checkpoint)
+    env = make_env(task, cameras=cameras, image_size=image_size)
+    try:
+        action_dim = int(env.action_space.shape[0])
+        shapes = observation_shapes(env.observation_space)
+    finally:
+        env.close()
+    try:
+        return load_policy(policy_dir, expected_type, action_dim=action_dim,
+                           obs_shapes=shapes, device=device)
+    except ValueError as err:  # PolicyLoadError / IncompatiblePolicyError
+        raise CLIError(f"cannot evaluate checkpoint '{checkpoint}' on task '{task}': {err}") from None

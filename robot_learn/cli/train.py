@@ -1,0 +1,160 @@
+"""``robot-learn train``: the main job (Hydra app, config train.yaml).
+
+Reads top to bottom in the order it runs:
+1. demos: collect ``data.episodes`` expert episodes if the demo store is missing;
+2. build the policy (normalisers from ``store.stats``) and the window sampler;
+3. train with the Trainer (EMA weights; optional periodic evaluation);
+4. evaluate the EMA policy on held-out seeds (from 1,000,000);
+5. write report.json / report.md / success_per_task.png / videos into the run dir.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from robot_learn.cli.hydra_app import CLIError, run_hydra_app
+
+
+def policy_name_for_config(config: Any) -> str:
+    """The registered policy name whose config class ``config`` is an instance of."""
+    from robot_learn.policies import POLICY_NAMES, get_policy_class
+
+    for name in POLICY_NAMES:
+        if isinstance(config, get_policy_class(name).config_class):
+            return name
+    raise CLIError(f"policy config {type(config).__name__} belongs to no registered policy; "
+                   f"valid policies: {', '.join(POLICY_NAMES)}")
+
+
+def instantiate_node(node: DictConfig, what: str, **kwargs: Any) -> Any:
+    """``hydra.utils.instantiate`` with config mistakes turned into one-line errors."""
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    try:
+        return instantiate(node, **kwargs)
+    except InstantiationException as err:
+        # The cause (e.g. "unknown denoiser 'x'; valid choices: ...") is the useful part.
+        cause = err.__cause__ or err
+        raise CLIError(f"bad {what} config: {cause}") from None
+
+
+def ensure_demos(cfg: DictConfig, task: str) -> Any:
+    """Open the demo store at ``cfg.data.path``, collecting expert demos first if it is missing."""
+    from robot_learn.cli.demos import collect_demos
+    from robot_learn.cli.inspect_store import open_store
+
+    path = Path(cfg.data.path)
+    if not path.exists():
+        print(f"[1/4] no demo store at {path}: collecting {cfg.data.episodes} expert episodes")
+        summary = collect_demos(task, int(cfg.data.episodes), path, noise=float(cfg.data.noise),
+                                seed=int(cfg.data.seed), cameras=list(cfg.data.cameras or []),
+                                image_size=int(cfg.data.image_size), max_steps=cfg.task.max_steps)
+        print(f"      {summary.successes}/{summary.attempted} succeeded, {summary.stored} stored")
+    else:
+        print(f"[1/4] using demo store {path}")
+    store = open_store(path)
+    demos = store.view(task=task, success=True)
+    if demos.num_episodes == 0:
+        raise CLIError(f"demo store {path} has no successful '{task}' episodes")
+    return demos
+
+
+def check_store_fits_policy(view: Any, policy_config: Any, path: str) -> None:
+    """The demo store must hold every observation the policy reads, at the right shape."""
+    schema = view.store.schema
+    needed = {k: (int(v),) for k, v in policy_config.state_dims.items()}
+    size = int(policy_config.image_size)
+    needed.update({f"images/{c}": (size, size, 3) for c in policy_config.camera_names})
+    needed["action"] = (int(policy_config.action_dim),)
+    for key, shape in needed.items():
+        if key not in schema:
+            raise CLIError(f"demo store {path} has no '{key}' (keys: {', '.join(schema)}); the "
+                           f"policy needs it. Delete the store or set data.path to a new one "
+                           f"(with data.cameras=[...]) to collect suitable demos")
+        if tuple(schema[key]["shape"]) != shape:
+            raise CLIError(f"demo store {path}: '{key}' has shape {tuple(schema[key]['shape'])} "
+                           f"but the policy expects {shape}")
+
+
+def train_app(cfg: DictConfig) -> int:
+    """Run the whole pipeline; see the module docstring."""
+    import torch
+
+    from robot_learn.cli.tasks import check_task
+    from robot_learn.data import WindowSampler
+    from robot_learn.evaluation import evaluate, write_report
+    from robot_learn.policies import make_policy
+    from robot_learn.training import Trainer
+
+    t0 = time.perf_counter()
+    task = check_task(cfg.task.name)
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    policy_choice = HydraConfig.get().runtime.choices.get("policy", "?")
+    print(f"run dir: {run_dir}")
+
+    # 1. Demonstrations.
+    demos = ensure_demos(cfg, task)
+
+    # 2. Policy and sampler.
+    policy_config = instantiate_node(cfg.policy, "policy")
+    policy_name = policy_name_for_config(policy_config)
+    check_store_fits_policy(demos, policy_config, cfg.data.path)
+    stats = demos.store.stats([*policy_config.state_dims, "action"])
+    instructions = sorted({str(s) for s in demos.store.meta["instruction"]})
+    policy = make_policy(policy_name, policy_config, stats, instructions=instructions)
+    train_cfg = instantiate_node(cfg.train, "train", out_dir=str(run_dir))
+    if train_cfg.num_threads:
+        torch.set_num_threads(train_cfg.num_threads)
+    sampler = WindowSampler(demos, obs_keys=tuple(policy.obs_shapes), obs_horizon=policy.obs_horizon,
+                            action_horizon=policy.action_horizon, batch_size=train_cfg.batch_size,
+                            seed=int(cfg.data.sampler_seed))
+    n_params = sum(p.numel() for p in policy.parameters())
+    print(f"[2/4] {policy_choice}: {n_params / 1e6:.2f} M parameters, "
+          f"{demos.num_episodes} demos, obs {list(policy.obs_shapes)}")
+
+    def periodic_eval(ema_policy: Any, step: int) -> dict[str, float]:
+        result = evaluate(ema_policy, task, episodes=int(cfg.eval.periodic_episodes),
+                          seed=int(cfg.eval.seed), workers=int(cfg.eval.workers), videos=0,
+                          max_steps=cfg.eval.max_steps)
+        s = result.summary
+        return {"success_rate": s.success_rate, "mean_progress": s.mean_progress}
+
+    # 3. Training.
+    print(f"[3/4] training {train_cfg.steps} steps, batch {train_cfg.batch_size}")
+    trainer = Trainer(policy, sampler, train_cfg,
+                      evaluate_fn=periodic_eval if train_cfg.eval_every else None)
+    fit = trainer.fit()
+
+    # 4. Final evaluation of the EMA policy on held-out seeds, and the report.
+    print(f"[4/4] evaluating the EMA policy on {cfg.eval.episodes} held-out episodes")
+    result = evaluate(trainer.ema_policy, task, episodes=int(cfg.eval.episodes),
+                      seed=int(cfg.eval.seed), workers=int(cfg.eval.workers),
+                      videos=int(cfg.eval.videos), out_dir=run_dir, max_steps=cfg.eval.max_steps,
+                      progress_bar=True)
+    paths = write_report(result, run_dir, title=f"robot-learn train: {task}, {policy_choice}", extra={
+        "policy": {"type": policy_name, "preset": policy_choice, "parameters": n_params,
+                   "dir": fit["final_policy_dir"]},
+        "train": {k: v for k, v in fit.items() if k != "final_policy_dir"},
+        "data": {"path": str(cfg.data.path), "episodes": demos.num_episodes,
+                 "frames": int(sum(demos.store.episode_ends[demos.episodes]
+                                   - demos.store.episode_starts[demos.episodes]))},
+        "total_time_s": time.perf_counter() - t0,
+        "config": OmegaConf.to_container(cfg, resolve=True),
+    })
+    s = result.summary
+    print(f"\n{task} / {policy_choice}: success {s.success_rate:.1%} ({s.successes}/{s.episodes}), "
+          f"95% CI [{s.ci_low:.1%}, {s.ci_high:.1%}], mean progress {s.mean_progress:.3f}; "
+          f"train {fit['time']:.0f} s, total {time.perf_counter() - t0:.0f} s")
+    print(f"report: {paths['markdown']}")
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point for ``robot-learn train``."""
+    return run_hydra_app(train_app, "train", argv, "robot-learn train")

@@ -1,0 +1,61 @@
+"""Result records of an evaluation run."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from robot_learn.evaluation.metrics import SuccessSummary, summarize
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """One evaluation episode: its seed and outcome."""
+
+    seed: int
+    success: bool
+    progress: float  # final info["progress"]
+    length: int      # environment steps taken
+    video: str | None = None  # path of its mp4, if one was written
+
+
+@dataclass
+class EvalResult:
+    """All episodes of one task, with aggregate metrics."""
+
+    task: str
+    episodes: list[EpisodeResult]
+    wall_time_s: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)  # free-form: policy, workers, ...
+
+    @property
+    def summary(self) -> SuccessSummary:
+        """Success rate with its 95% Wilson interval, mean progress and length."""
+        return summarize([e.success for e in self.episodes],
+                         [e.progress for e in self.episodes],
+                         [e.length for e in self.episodes])
+
+    @property
+    def success_rate(self) -> float:
+        """Fraction of successful episodes."""
+        return self.summary.success_rate
+
+    @property
+    def seeds(self) -> list[int]:
+        """Seeds of the episodes, in order."""
+        return [e.seed for e in self.episodes]
+
+    @property
+    def videos(self) -> list[str]:
+        """Paths of the videos written for this task."""
+        return [e.video for e in self.episodes if e.video]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: summary metrics plus every episode."""
+        return {
+            "task": self.task,
+            **asdict(self.summary),
+            "wall_time_s": self.wall_time_s,
+            "info": dict(self.info),
+            "per_episode": [asdict(e) for e in self.episodes],
+        }

@@ -1,0 +1,198 @@
+"""Vectorised policy rollouts on held-out seeds: ``evaluate``.
+
+Episodes run in *waves*: a wave resets every sub-env with its own held-out seed,
+calls ``policy.reset()`` once and steps the batch until every episode of the wave
+has ended. The policy keeps one observation history and one action queue for the
+whole batch (``Policy.select_action``), so per-env resets in the middle of a wave
+would corrupt the other envs' queues; waves keep each episode's policy state
+clean at the cost of waiting for the wave's longest episode.
+
+Autoreset is DISABLED (gymnasium 1.x): an env that ends is reset explicitly with a
+``reset_mask`` so it stays valid while the rest of the wave finishes, and its later
+steps are ignored.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from robot_learn.evaluation.results import EpisodeResult, EvalResult
+from robot_learn.evaluation.videos import tile_cameras, write_video
+from robot_learn.policies import check_compatible
+
+EVAL_SEED = 1_000_000  # disjoint from demo seeds 0, 1, 2, ...
+VIDEO_CAMERAS = ("front", "wrist")
+
+
+def policy_cameras(policy: Any) -> tuple[tuple[str, ...], int | None]:
+    """Cameras and image size the policy reads, from its ``obs_shapes``."""
+    cams, size = [], None
+    for key, shape in policy.obs_shapes.items():
+        if key.startswith("images/"):
+            cams.append(key.split("/", 1)[1])
+            size = int(shape[0])
+    return tuple(cams), size
+
+
+def make_vector_env(task: str, num_envs: int, cameras: Sequence[str], image_size: int,
+                    max_steps: int | None, vectorization: str = "auto",
+                    context: str | None = "spawn") -> gym.vector.VectorEnv:
+    """``num_envs`` copies of ``task`` in a Sync (1 env or ``"sync"``) or Async vector env.
+
+    Workers are started with ``spawn`` by default: forking a process that already
+    holds torch threads or a GL context is fragile.
+    """
+    from robot_learn.envs import make_env
+
+    if vectorization not in ("auto", "sync", "async"):
+        raise ValueError(f"unknown vectorization '{vectorization}'; valid: auto, sync, async")
+    fn = functools.partial(make_env, task, cameras=tuple(cameras), image_size=image_size,
+                           max_steps=max_steps)
+    fns = [fn] * num_envs
+    mode = gym.vector.AutoresetMode.DISABLED
+    if vectorization == "sync" or (vectorization == "auto" and num_envs == 1):
+        return gym.vector.SyncVectorEnv(fns, autoreset_mode=mode)
+    return gym.vector.AsyncVectorEnv(fns, autoreset_mode=mode, context=context)
+
+
+def observation_shapes(space: gym.spaces.Dict) -> dict[str, tuple[int, ...]]:
+    """Per-step shapes of an env's array observations, flat (``images/front``)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for key, sub in space.spaces.items():
+        if isinstance(sub, gym.spaces.Dict):
+            for name, inner in observation_shapes(sub).items():
+                shapes[f"{key}/{name}"] = inner
+        elif isinstance(sub, gym.spaces.Box):
+            shapes[key] = tuple(int(d) for d in sub.shape)
+    return shapes
+
+
+def _batch_obs(obs: dict[str, Any], num_envs: int) -> dict[str, Any]:
+    """Vector-env observations -> policy input (instructions as a list of str)."""
+    out = {k: v for k, v in obs.items() if k != "instruction"}
+    if "instruction" in obs:
+        instr = obs["instruction"]
+        out["instruction"] = [instr] * num_envs if isinstance(instr, str) else [str(s) for s in instr]
+    return out
+
+
+def _frame(obs: dict[str, Any], i: int, cameras: Sequence[str]) -> np.ndarray | None:
+    images = obs.get("images") or {}
+    present = [c for c in cameras if c in images]
+    if not present:
+        return None
+    return tile_cameras({c: np.asarray(images[c][i]) for c in present})
+
+
+def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
+             workers: int = 2, videos: int = 4, out_dir: str | Path | None = None,
+             max_steps: int | None = None, *, image_size: int | None = None,
+             vectorization: str = "auto", video_cameras: Sequence[str] = VIDEO_CAMERAS,
+             fps: int = 10, progress_bar: bool = False,
+             generator_seed: int | None = 0) -> EvalResult:
+    """Roll ``policy`` out on ``episodes`` held-out seeds ``seed, seed+1, ...`` of ``task``.
+
+    ``workers`` sub-envs run in parallel (AsyncVectorEnv when > 1); the policy runs
+    batched over them in this process. The first ``videos`` episodes are recorded
+    (``video_cameras`` side by side) and written to ``out_dir/videos/episode_XXX.mp4``
+    when ``out_dir`` is given. ``generator_seed`` seeds the sampling noise so an
+    evaluation is repeatable (None: torch's global RNG).
+    """
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    videos = max(0, min(videos, episodes))
+    cams, policy_size = policy_cameras(policy)
+    size = image_size or policy_size or 96
+    if policy_size is not None and image_size is not None and image_size != policy_size:
+        raise ValueError(f"image_size={image_size} differs from the policy's {policy_size}")
+    # Render the video cameras only when some video is wanted.
+    env_cams = tuple(dict.fromkeys(cams + (tuple(video_cameras) if videos else ())))
+    num_envs = min(workers, episodes)
+    seeds = [seed + i for i in range(episodes)]
+    results: list[EpisodeResult | None] = [None] * episodes
+    generator = None
+    if generator_seed is not None:
+        generator = torch.Generator(device=policy.device).manual_seed(generator_seed)
+
+    was_training = policy.training
+    policy.eval()
+    start = time.perf_counter()
+    envs = make_vector_env(task, num_envs, env_cams, size, max_steps, vectorization)
+    try:
+        # IncompatiblePolicyError (a ValueError) names the mismatched dims.
+        check_compatible(policy, action_dim=int(envs.single_action_space.shape[0]),
+                         obs_shapes=observation_shapes(envs.single_observation_space))
+        from tqdm import tqdm
+
+        bar = tqdm(total=episodes, desc=f"eval {task}", unit="ep", disable=not progress_bar)
+        for wave in range(0, episodes, num_envs):
+            idx = list(range(wave, min(wave + num_envs, episodes)))
+            # Spare envs in a short last wave run a seed past the range; ignored.
+            wave_seeds = [seeds[i] if i < episodes else seed + episodes + k
+                          for k, i in enumerate(range(wave, wave + num_envs))]
+            _run_wave(policy, envs, wave_seeds, idx, results, videos, video_cameras,
+                      generator, out_dir, fps)
+            bar.update(len(idx))
+        bar.close()
+    finally:
+        envs.close()
+        policy.train(was_training)
+    info = {"workers": num_envs, "seed": seed, "max_steps": max_steps,
+            "policy": getattr(policy, "name", type(policy).__name__),
+            "cameras": list(env_cams), "image_size": size}
+    return EvalResult(task=task, episodes=[r for r in results if r is not None],
+                      wall_time_s=time.perf_counter() - start, info=info)
+
+
+def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
+              idx: list[int], results: list, videos: int, video_cameras: Sequence[str],
+              generator: torch.Generator | None, out_dir: str | Path | None, fps: int) -> None:
+    """Run one wave of episodes and fill ``results`` at positions ``idx``."""
+    n = envs.num_envs
+    obs, _ = envs.reset(seed=wave_seeds)
+    policy.reset()
+    active = np.zeros(n, dtype=bool)
+    active[: len(idx)] = True
+    length = np.zeros(n, dtype=int)
+    success = np.zeros(n, dtype=bool)
+    progress = np.zeros(n, dtype=float)
+    frames: dict[int, list[np.ndarray]] = {}
+    for k, ep in enumerate(idx):
+        if ep < videos:
+            first = _frame(obs, k, video_cameras)
+            if first is not None:
+                frames[k] = [first]
+    with torch.inference_mode():
+        while active.any():
+            action = policy.select_action(_batch_obs(obs, n), generator=generator)
+            action = action.detach().cpu().numpy().astype(np.float32)
+            obs, _, terminated, truncated, info = envs.step(action)
+            ended = np.asarray(terminated) | np.asarray(truncated)
+            for k in np.flatnonzero(active):
+                length[k] += 1
+                success[k] = bool(info["success"][k])
+                progress[k] = float(info["progress"][k])
+                if k in frames:
+                    frames[k].append(_frame(obs, k, video_cameras))
+                if ended[k]:
+                    active[k] = False
+            if ended.any() and active.any():
+                # Keep finished envs valid (DISABLED autoreset) until the wave ends.
+                obs, _ = envs.reset(seed=wave_seeds, options={"reset_mask": ended.copy()})
+    for k, ep in enumerate(idx):
+        video = None
+        if k in frames and out_dir is not None:
+            video = str(write_video(frames[k], Path(out_dir) / "videos" / f"episode_{ep:03d}.mp4",
+                                    fps=fps))
+        results[ep] = EpisodeResult(seed=wave_seeds[k], success=bool(success[k]),
+                                    progress=float(progress[k]), length=int(length[k]),
+                                    video=video)

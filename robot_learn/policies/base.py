@@ -1,0 +1,161 @@
+"""The ``Policy`` protocol: an abstract ``nn.Module`` every learner implements.
+
+Subclasses implement ``compute_loss`` and ``predict_action_chunk``; this base class
+supplies the receding-horizon ``select_action`` (an observation history of
+``obs_horizon`` steps and a queue of ``execute_horizon`` actions), ``reset`` and
+``save``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from robot_learn.policies.batch import to_torch
+
+Obs = dict[str, Any]
+
+
+class Policy(nn.Module, ABC):
+    """Abstract policy over tensors.
+
+    Observation dicts follow the env layout with a batch dim and, for chunk
+    prediction, a time dim: ``{"state": [B, To, D], "env_state": [B, To, E],
+    "images": {cam: uint8 [B, To, H, W, 3]}, "instruction": list[str]}``.
+    ``select_action`` takes the same dict without the time dim.
+
+    Subclasses set ``name`` (the registry key and ``type`` in config.yaml) and
+    ``config_class`` (a plain dataclass), and take ``(config, stats=None)``.
+    """
+
+    name: ClassVar[str] = ""
+    config_class: ClassVar[type]
+
+    def __init__(self, config: Any) -> None:
+        super().__init__()
+        self.config = config
+        self._history: dict[tuple[str, ...], deque[torch.Tensor]] = {}
+        self._instruction: list[str] | None = None
+        self._action_queue: deque[torch.Tensor] = deque()
+
+    # --- what subclasses provide -------------------------------------------------
+    @abstractmethod
+    def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+        """Training loss for a tensor batch (``to_torch`` of a sampler batch); has ``"loss"``."""
+
+    @abstractmethod
+    def predict_action_chunk(self, obs: Obs, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Unnormalised actions ``[B, action_horizon, A]`` for an observation history.
+
+        Chunk index 0 is the action at the oldest observation step (the sampler's
+        window layout), so the action for the newest step is index ``obs_horizon - 1``.
+        """
+
+    @property
+    @abstractmethod
+    def obs_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Per-step observation shapes this policy consumes, e.g. ``{"state": (10,), "images/front": (96, 96, 3)}``."""
+
+    # --- shared behaviour ---------------------------------------------------------
+    @property
+    def obs_horizon(self) -> int:
+        return int(self.config.obs_horizon)
+
+    @property
+    def action_horizon(self) -> int:
+        return int(self.config.action_horizon)
+
+    @property
+    def execute_horizon(self) -> int:
+        return int(self.config.execute_horizon)
+
+    @property
+    def action_dim(self) -> int:
+        return int(self.config.action_dim)
+
+    @property
+    def device(self) -> torch.device:
+        for tensor in self.parameters():
+            return tensor.device
+        for tensor in self.buffers():
+            return tensor.device
+        return torch.device("cpu")
+
+    def reset(self) -> None:
+        """Forget the observation history and the queued actions (call at episode start)."""
+        self._history.clear()
+        self._instruction = None
+        self._action_queue.clear()
+
+    @torch.no_grad()
+    def select_action(self, obs: Obs, generator: torch.Generator | None = None) -> torch.Tensor:
+        """One action ``[B, A]`` for the current observation (no time dim).
+
+        Keeps the last ``obs_horizon`` observations (padding with copies of the first
+        after ``reset``) and, when the action queue is empty, refills it with
+        ``execute_horizon`` actions of a freshly predicted chunk, starting at the
+        current step. Numpy inputs are converted with ``to_torch``.
+        """
+        self._push_observation(to_torch(obs, self.device))
+        if not self._action_queue:
+            chunk = self.predict_action_chunk(self._stacked_history(), generator=generator)
+            start = self.obs_horizon - 1
+            for k in range(start, start + self.execute_horizon):
+                self._action_queue.append(chunk[:, k])
+        return self._action_queue.popleft()
+
+    def save(self, directory: str | Path) -> None:
+        """Write ``config.yaml`` and ``model.safetensors`` to ``directory``."""
+        from robot_learn.policies.checkpoint import save_policy
+
+        save_policy(self, directory)
+
+    # --- helpers for select_action -----------------------------------------------
+    def _push_observation(self, obs: Obs) -> None:
+        instruction = obs.get("instruction")
+        leaves = dict(_flatten_tensors(obs))
+        if not leaves:
+            raise ValueError("select_action got no observation tensors; expected keys like 'state' or 'images'")
+        batch_sizes = {leaf.shape[0] for leaf in leaves.values()}
+        if len(batch_sizes) != 1:
+            raise ValueError(f"observation tensors disagree on batch size: {sorted(batch_sizes)}")
+        batch = batch_sizes.pop()
+        if self._history:
+            known = next(iter(self._history.values()))[0].shape[0]
+            if known != batch or set(self._history) != set(leaves):
+                raise ValueError(
+                    f"observation batch/keys changed since the last step (batch {known} -> {batch}); call reset() between episodes"
+                )
+        for key, value in leaves.items():
+            if key not in self._history:
+                # Episode start: pad the history with copies of the first observation.
+                self._history[key] = deque([value] * self.obs_horizon, maxlen=self.obs_horizon)
+            else:
+                self._history[key].append(value)
+        if instruction is not None:
+            self._instruction = [instruction] * batch if isinstance(instruction, str) else list(instruction)
+
+    def _stacked_history(self) -> Obs:
+        stacked: Obs = {}
+        for key, frames in self._history.items():
+            node = stacked
+            for part in key[:-1]:
+                node = node.setdefault(part, {})
+            node[key[-1]] = torch.stack(list(frames), dim=1)
+        if self._instruction is not None:
+            stacked["instruction"] = self._instruction
+        return stacked
+
+
+def _flatten_tensors(tree: Mapping[str, Any], prefix: tuple[str, ...] = ()):
+    for key, value in tree.items():
+        if isinstance(value, torch.Tensor):
+            yield prefix + (key,), value
+        elif isinstance(value, Mapping):
+            yield from _flatten_tensors(value, prefix + (key,))

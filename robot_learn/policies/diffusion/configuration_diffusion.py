@@ -1,0 +1,143 @@
+"""Configuration of the continuous diffusion policy (a plain, YAML-serialisable dataclass).
+
+Hydra builds it with ``_target_: robot_learn.policies.diffusion.DiffusionConfig``.
+Two presets match the CLI's policy configs: :func:`diffusion_state_config` and
+:func:`diffusion_image_config`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+DENOISERS = ("unet", "transformer")
+INFERENCE_SCHEDULERS = ("ddpm", "ddim", "dpmsolver")
+PREDICTION_TYPES = ("epsilon", "sample")
+TEXT_ENCODERS = ("none", "vocab", "pretrained")
+
+
+@dataclass
+class DiffusionConfig:
+    """All settings of :class:`DiffusionPolicy`.
+
+    Shapes: ``action_dim`` and ``state_dims`` (low-dim observation key -> size, in
+    concatenation order), ``camera_names`` with square ``image_size`` images.
+    Horizons: ``obs_horizon`` (To) observations in, ``action_horizon`` (Ta) actions
+    out, of which ``execute_horizon`` run before replanning.
+    """
+
+    # shapes
+    action_dim: int = 5
+    state_dims: dict[str, int] = field(default_factory=lambda: {"state": 10})
+    camera_names: list[str] = field(default_factory=list)
+    image_size: int = 96
+    # horizons
+    obs_horizon: int = 2
+    action_horizon: int = 16
+    execute_horizon: int = 8
+    # observation encoders
+    state_hidden_dims: list[int] = field(default_factory=lambda: [128])
+    state_feature_dim: int = 64
+    crop_size: int = 84
+    vision_channels: list[int] = field(default_factory=lambda: [16, 32, 64, 128])
+    vision_blocks_per_stage: int = 2
+    num_keypoints: int = 32
+    vision_feature_dim: int = 64
+    share_vision_encoder: bool = False
+    # language: "none", "vocab" (trained from scratch on `vocab`) or "pretrained" (frozen model at `pretrained_text_path`)
+    text_encoder: str = "none"
+    vocab: list[str] = field(default_factory=list)
+    text_dim: int = 64
+    text_max_len: int = 16
+    text_layers: int = 1
+    pretrained_text_path: str = ""
+    # denoiser: "unet" or "transformer"
+    denoiser: str = "unet"
+    down_dims: list[int] = field(default_factory=lambda: [64, 128, 256])
+    kernel_size: int = 5
+    unet_groups: int = 8
+    timestep_embed_dim: int = 128
+    transformer_dim: int = 128
+    transformer_layers: int = 4
+    transformer_heads: int = 4
+    transformer_cond_layers: int = 1
+    transformer_dropout: float = 0.0
+    transformer_causal: bool = True
+    # diffusion
+    num_train_timesteps: int = 100
+    beta_schedule: str = "squaredcos_cap_v2"
+    prediction_type: str = "epsilon"
+    clip_sample: bool = True
+    inference_scheduler: str = "ddim"
+    num_inference_steps: int = 10
+
+    def __post_init__(self) -> None:
+        # Hydra passes ListConfig/DictConfig; keep plain containers so YAML dumps them.
+        self.state_dims = {str(k): int(v) for k, v in dict(self.state_dims).items()}
+        self.camera_names = [str(c) for c in self.camera_names]
+        self.state_hidden_dims = [int(v) for v in self.state_hidden_dims]
+        self.vision_channels = [int(v) for v in self.vision_channels]
+        self.vocab = [str(w) for w in self.vocab]
+        self.down_dims = [int(v) for v in self.down_dims]
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ValueError naming the bad setting and the valid choices."""
+        _choice("denoiser", self.denoiser, DENOISERS)
+        _choice("inference_scheduler", self.inference_scheduler, INFERENCE_SCHEDULERS)
+        _choice("prediction_type", self.prediction_type, PREDICTION_TYPES)
+        _choice("text_encoder", self.text_encoder, TEXT_ENCODERS)
+        if not self.state_dims and not self.camera_names:
+            raise ValueError("DiffusionConfig needs state_dims or camera_names (the policy must observe something)")
+        for name in ("action_dim", "obs_horizon", "action_horizon", "execute_horizon", "num_train_timesteps", "num_inference_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.obs_horizon - 1 + self.execute_horizon > self.action_horizon:
+            raise ValueError(
+                f"obs_horizon - 1 + execute_horizon must be <= action_horizon (the executed actions start at the "
+                f"current step, index obs_horizon - 1); got {self.obs_horizon} - 1 + {self.execute_horizon} > {self.action_horizon}"
+            )
+        if self.num_inference_steps > self.num_train_timesteps:
+            raise ValueError(f"num_inference_steps ({self.num_inference_steps}) exceeds num_train_timesteps ({self.num_train_timesteps})")
+        if self.denoiser == "unet":
+            factor = 2 ** (len(self.down_dims) - 1)
+            if not self.down_dims or self.action_horizon % factor:
+                raise ValueError(
+                    f"action_horizon ({self.action_horizon}) must be divisible by 2 ** (len(down_dims) - 1) = {factor} "
+                    f"for down_dims {self.down_dims}"
+                )
+        if self.text_encoder == "pretrained" and not self.pretrained_text_path:
+            raise ValueError("text_encoder='pretrained' needs pretrained_text_path (a local transformers model directory)")
+
+    def with_changes(self, **changes: Any) -> DiffusionConfig:
+        """A copy with some fields replaced (validated)."""
+        return replace(self, **changes)
+
+
+def _choice(name: str, value: str, valid: tuple[str, ...]) -> None:
+    if value not in valid:
+        raise ValueError(f"unknown {name} '{value}'; valid choices: {', '.join(valid)}")
+
+
+def diffusion_state_config(**overrides: Any) -> DiffusionConfig:
+    """State-only U-Net policy: observes ``state`` (10) and privileged ``env_state`` (14)."""
+    base = dict(state_dims={"state": 10, "env_state": 14}, camera_names=[], text_encoder="none", denoiser="unet")
+    return DiffusionConfig(**{**base, **overrides})
+
+
+def diffusion_image_config(**overrides: Any) -> DiffusionConfig:
+    """Image + language U-Net policy: ``state`` (10), cameras ``front`` and ``wrist`` (96x96,
+    cropped to 84), and the instruction through a vocabulary text encoder.
+
+    The vocabulary is filled from the dataset's instructions when the policy is built
+    (``make_policy(..., instructions=...)``) unless given here as ``vocab``.
+    """
+    base = dict(
+        state_dims={"state": 10},
+        camera_names=["front", "wrist"],
+        image_size=96,
+        crop_size=84,
+        text_encoder="vocab",
+        denoiser="unet",
+    )
+    return DiffusionConfig(**{**base, **overrides})

@@ -1,0 +1,188 @@
+"""Continuous diffusion policy (Chi et al. 2023), written to read top to bottom.
+
+Training (DDPM, Ho et al. 2020): normalise the action chunk a0 to [-1, 1], pick
+t ~ U{0..T-1} and eps ~ N(0, I), form a_t = sqrt(abar_t) a0 + sqrt(1 - abar_t) eps
+(``DDPMScheduler.add_noise``) and regress the denoiser's output on eps
+(``prediction_type="epsilon"``) or on a0 (``"sample"``), conditioned on the encoded
+observation window.
+
+Sampling: start from Gaussian noise and run a diffusers scheduler (DDPM, DDIM or
+DPM-Solver++) for ``num_inference_steps``, clip to [-1, 1], unnormalise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from diffusers import DDIMScheduler, DDPMScheduler, DPMSolverMultistepScheduler
+
+from robot_learn.policies.base import Obs, Policy
+from robot_learn.policies.diffusion.configuration_diffusion import INFERENCE_SCHEDULERS, DiffusionConfig
+from robot_learn.policies.diffusion.transformer_denoiser import TransformerDenoiser
+from robot_learn.policies.diffusion.unet1d import ConditionalUnet1D
+from robot_learn.policies.normalizer import MinMaxNormalizer
+from robot_learn.policies.observation_encoder import ObservationEncoder
+from robot_learn.policies.registry import register_policy
+from robot_learn.policies.text_encoder import PretrainedTextEncoder, TextEncoder, VocabTextEncoder, build_vocab
+
+Stats = Mapping[str, Mapping[str, Any]]
+
+
+def make_inference_scheduler(kind: str, config: DiffusionConfig):
+    """The diffusers scheduler used for sampling, sharing the training noise schedule."""
+    common = dict(
+        num_train_timesteps=config.num_train_timesteps, beta_schedule=config.beta_schedule, prediction_type=config.prediction_type
+    )
+    if kind == "ddpm":
+        return DDPMScheduler(**common, clip_sample=config.clip_sample)
+    if kind == "ddim":
+        return DDIMScheduler(**common, clip_sample=config.clip_sample, set_alpha_to_one=True)
+    if kind == "dpmsolver":
+        # DPM-Solver has no clip_sample; the final sample is clamped in predict_action_chunk.
+        return DPMSolverMultistepScheduler(**common, algorithm_type="dpmsolver++", solver_order=2)
+    raise ValueError(f"unknown inference_scheduler '{kind}'; valid choices: {', '.join(INFERENCE_SCHEDULERS)}")
+
+
+def _make_text_encoder(config: DiffusionConfig) -> TextEncoder | None:
+    if config.text_encoder == "vocab":
+        return VocabTextEncoder(config.vocab, dim=config.text_dim, max_len=config.text_max_len, num_layers=config.text_layers)
+    if config.text_encoder == "pretrained":
+        return PretrainedTextEncoder(config.pretrained_text_path, out_dim=config.text_dim, max_len=config.text_max_len)
+    return None
+
+
+@register_policy
+class DiffusionPolicy(Policy):
+    """Diffusion policy over action chunks with a U-Net or transformer denoiser.
+
+    ``stats`` (``EpisodeStore.stats``) must cover ``"action"`` and every key of
+    ``config.state_dims``. For ``text_encoder="vocab"`` with an empty
+    ``config.vocab``, pass the dataset's ``instructions`` to build the vocabulary;
+    it is stored in ``self.config`` and so saved with the checkpoint.
+    """
+
+    name = "diffusion"
+    config_class = DiffusionConfig
+
+    def __init__(self, config: DiffusionConfig, stats: Stats | None = None, instructions: Iterable[str] | None = None) -> None:
+        if config.text_encoder == "vocab" and not config.vocab:
+            if instructions is None:
+                raise ValueError("text_encoder='vocab' needs config.vocab or the dataset's instructions (instructions=...)")
+            config = config.with_changes(vocab=build_vocab(instructions))
+        super().__init__(config)
+        if stats is not None and "action" not in stats:
+            raise ValueError(f"stats lack 'action'; stats have {sorted(stats)}")
+        self.action_normalizer = MinMaxNormalizer(config.action_dim, None if stats is None else stats["action"], name="action")
+        self.obs_encoder = ObservationEncoder(
+            state_dims=config.state_dims,
+            camera_names=config.camera_names,
+            text_encoder=_make_text_encoder(config),
+            stats=stats,
+            state_hidden_dims=config.state_hidden_dims,
+            state_feature_dim=config.state_feature_dim,
+            image_size=config.image_size,
+            crop_size=config.crop_size,
+            vision_channels=config.vision_channels,
+            vision_blocks_per_stage=config.vision_blocks_per_stage,
+            num_keypoints=config.num_keypoints,
+            vision_feature_dim=config.vision_feature_dim,
+            share_vision_encoder=config.share_vision_encoder,
+        )
+        step_dim, text_dim = self.obs_encoder.step_dim, self.obs_encoder.text_dim
+        if config.denoiser == "unet":
+            self.denoiser = ConditionalUnet1D(
+                config.action_dim,
+                global_cond_dim=config.obs_horizon * step_dim + text_dim,
+                down_dims=config.down_dims,
+                kernel_size=config.kernel_size,
+                groups=config.unet_groups,
+                timestep_embed_dim=config.timestep_embed_dim,
+            )
+        else:
+            self.denoiser = TransformerDenoiser(
+                config.action_dim,
+                config.action_horizon,
+                config.obs_horizon,
+                step_dim,
+                text_dim,
+                embed_dim=config.transformer_dim,
+                num_layers=config.transformer_layers,
+                num_heads=config.transformer_heads,
+                num_cond_layers=config.transformer_cond_layers,
+                dropout=config.transformer_dropout,
+                causal=config.transformer_causal,
+            )
+        self.noise_scheduler = DDPMScheduler(
+            num_train_timesteps=config.num_train_timesteps,
+            beta_schedule=config.beta_schedule,
+            prediction_type=config.prediction_type,
+            clip_sample=config.clip_sample,
+        )
+        self.sampler = make_inference_scheduler(config.inference_scheduler, config)
+        self.num_inference_steps = config.num_inference_steps
+
+    @property
+    def obs_shapes(self) -> dict[str, tuple[int, ...]]:
+        shapes: dict[str, tuple[int, ...]] = {key: (dim,) for key, dim in self.config.state_dims.items()}
+        for camera in self.config.camera_names:
+            shapes[f"images/{camera}"] = (self.config.image_size, self.config.image_size, 3)
+        return shapes
+
+    def set_inference_scheduler(self, kind: str, num_inference_steps: int | None = None) -> None:
+        """Switch the sampler (``ddpm``, ``ddim`` or ``dpmsolver``) and its step count without retraining."""
+        steps = self.num_inference_steps if num_inference_steps is None else int(num_inference_steps)
+        if not 1 <= steps <= self.config.num_train_timesteps:
+            raise ValueError(f"num_inference_steps must be in [1, {self.config.num_train_timesteps}], got {steps}")
+        self.sampler = make_inference_scheduler(kind, self.config)
+        self.num_inference_steps = steps
+
+    # --- training ---------------------------------------------------------------
+    def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+        """DDPM denoising loss on a batch ``{"obs", "action" [B, Ta, A], "instruction"?}``."""
+        actions = batch["action"]
+        if actions.ndim != 3 or actions.shape[1:] != (self.action_horizon, self.action_dim):
+            raise ValueError(
+                f"batch['action'] must be [B, {self.action_horizon}, {self.action_dim}], got {tuple(actions.shape)}"
+            )
+        obs_features, text_features = self._encode(self._obs_from_batch(batch))
+        clean = self.action_normalizer.normalize(actions)  # a0 in [-1, 1]
+        noise = torch.randn_like(clean)  # eps
+        timesteps = torch.randint(0, self.config.num_train_timesteps, (clean.shape[0],), device=clean.device)
+        noisy = self.noise_scheduler.add_noise(clean, noise, timesteps)  # a_t
+        prediction = self.denoiser(noisy, timesteps, obs_features, text_features).float()
+        target = noise if self.config.prediction_type == "epsilon" else clean
+        return {"loss": F.mse_loss(prediction, target)}
+
+    # --- inference --------------------------------------------------------------
+    @torch.no_grad()
+    def predict_action_chunk(self, obs: Obs, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Sample an unnormalised chunk ``[B, action_horizon, A]``; a seeded ``generator`` makes it reproducible."""
+        obs_features, text_features = self._encode(obs)
+        batch, device = obs_features.shape[0], obs_features.device
+        shape = (batch, self.action_horizon, self.action_dim)
+        noise_device = generator.device if generator is not None else device
+        sample = torch.randn(shape, generator=generator, device=noise_device, dtype=torch.float32).to(device)
+
+        self.sampler.set_timesteps(self.num_inference_steps, device=device)
+        for t in self.sampler.timesteps:
+            timesteps = torch.full((batch,), int(t), device=device, dtype=torch.long)
+            model_output = self.denoiser(sample, timesteps, obs_features, text_features).float()
+            sample = self.sampler.step(model_output, t, sample, generator=generator).prev_sample.float()
+        return self.action_normalizer.unnormalize(sample.clamp(-1.0, 1.0))
+
+    # --- helpers ----------------------------------------------------------------
+    @staticmethod
+    def _obs_from_batch(batch: Mapping[str, Any]) -> Obs:
+        obs = dict(batch["obs"])
+        if "instruction" in batch and "instruction" not in obs:
+            obs["instruction"] = batch["instruction"]
+        return obs
+
+    def _encode(self, obs: Obs) -> tuple[torch.Tensor, torch.Tensor | None]:
+        obs_features, text_features = self.obs_encoder(obs)
+        if obs_features.shape[1] != self.obs_horizon:
+            raise ValueError(f"observations must have obs_horizon={self.obs_horizon} steps, got {obs_features.shape[1]}")
+        return obs_features, text_features

@@ -1,0 +1,119 @@
+"""Camera encoder: a small ResNet with GroupNorm and a spatial-softmax keypoint head.
+
+GroupNorm replaces BatchNorm because batch statistics interact badly with the EMA
+weights used at evaluation (the diffusion-policy recipe). Images arrive as uint8
+``[N, H, W, 3]``; training takes a random crop per image, eval the centre crop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def _group_norm(channels: int) -> nn.GroupNorm:
+    groups = 8 if channels % 8 == 0 else 1
+    return nn.GroupNorm(groups, channels)
+
+
+class ResidualBlock(nn.Module):
+    """Two 3x3 convolutions with GroupNorm and a skip connection (ResNet basic block)."""
+
+    def __init__(self, in_channels: int, out_channels: int, stride: int = 1) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1, bias=False)
+        self.norm1 = _group_norm(out_channels)
+        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False)
+        self.norm2 = _group_norm(out_channels)
+        self.skip: nn.Module = nn.Identity()
+        if stride != 1 or in_channels != out_channels:
+            self.skip = nn.Sequential(nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False), _group_norm(out_channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.relu(self.norm1(self.conv1(x)))
+        out = self.norm2(self.conv2(out))
+        return F.relu(out + self.skip(x))
+
+
+class SpatialSoftmax(nn.Module):
+    """Feature maps -> ``num_keypoints`` expected (x, y) image positions in [-1, 1]."""
+
+    def __init__(self, in_channels: int, num_keypoints: int) -> None:
+        super().__init__()
+        self.keypoints = nn.Conv2d(in_channels, num_keypoints, 1)
+        self.num_keypoints = num_keypoints
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        maps = self.keypoints(features)
+        n, k, h, w = maps.shape
+        attention = torch.softmax(maps.reshape(n, k, h * w).float(), dim=-1)
+        ys, xs = torch.meshgrid(
+            torch.linspace(-1.0, 1.0, h, device=maps.device), torch.linspace(-1.0, 1.0, w, device=maps.device), indexing="ij"
+        )
+        grid = torch.stack([xs.reshape(-1), ys.reshape(-1)], dim=-1)  # [HW, 2]
+        return (attention @ grid).reshape(n, 2 * k)
+
+
+class VisionEncoder(nn.Module):
+    """uint8 ``[N, H, W, 3]`` -> ``[N, out_dim]``.
+
+    ``channels`` gives the width of each stage (ResNet-18 is 64, 128, 256, 512 with
+    two blocks per stage); the default is a quarter of that, enough for 84x84 crops.
+    """
+
+    def __init__(
+        self,
+        image_size: int = 96,
+        crop_size: int = 84,
+        channels: Sequence[int] = (16, 32, 64, 128),
+        blocks_per_stage: int = 2,
+        num_keypoints: int = 32,
+        out_dim: int = 64,
+    ) -> None:
+        super().__init__()
+        if not 0 < crop_size <= image_size:
+            raise ValueError(f"crop_size must be in (0, image_size={image_size}], got {crop_size}")
+        self.image_size = int(image_size)
+        self.crop_size = int(crop_size)
+        stages: list[nn.Module] = [
+            nn.Conv2d(3, channels[0], 3, stride=2, padding=1, bias=False),
+            _group_norm(channels[0]),
+            nn.ReLU(),
+        ]
+        width = channels[0]
+        for index, stage_width in enumerate(channels):
+            for block in range(blocks_per_stage):
+                stride = 2 if index > 0 and block == 0 else 1
+                stages.append(ResidualBlock(width, stage_width, stride))
+                width = stage_width
+        self.backbone = nn.Sequential(*stages)
+        self.pool = SpatialSoftmax(width, num_keypoints)
+        self.head = nn.Sequential(nn.Linear(2 * num_keypoints, out_dim), nn.Mish())
+        self.out_dim = int(out_dim)
+
+    def crop(self, images: torch.Tensor) -> torch.Tensor:
+        """Random crop per image in training mode, centre crop in eval mode (uint8 in, uint8 out)."""
+        n, h, w, _ = images.shape
+        if (h, w) != (self.image_size, self.image_size):
+            raise ValueError(f"expected images of {self.image_size}x{self.image_size}, got {h}x{w}")
+        c = self.crop_size
+        if c == h:
+            return images
+        if not self.training:
+            top, left = (h - c) // 2, (w - c) // 2
+            return images[:, top : top + c, left : left + c]
+        tops = torch.randint(0, h - c + 1, (n,), device=images.device)
+        lefts = torch.randint(0, w - c + 1, (n,), device=images.device)
+        offsets = torch.arange(c, device=images.device)
+        rows = (tops[:, None] + offsets)[:, :, None]  # [N, c, 1]
+        cols = (lefts[:, None] + offsets)[:, None, :]  # [N, 1, c]
+        return images[torch.arange(n, device=images.device)[:, None, None], rows, cols]
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        if images.dtype != torch.uint8 or images.ndim != 4 or images.shape[-1] != 3:
+            raise ValueError(f"expected uint8 images [N, H, W, 3], got {images.dtype} {tuple(images.shape)}")
+        x = self.crop(images).permute(0, 3, 1, 2).float() / 127.5 - 1.0
+        return self.head(self.pool(self.backbone(x)))

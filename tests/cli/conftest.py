@@ -1,0 +1,32 @@
+"""Running the installed ``robot-learn`` console script in a subprocess (CleanRL style)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _command() -> list[str]:
+    script = Path(sys.executable).with_name("robot-learn")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("robot-learn")
+    return [found] if found else [sys.executable, "-m", "robot_learn.cli.main"]
+
+
+@pytest.fixture
+def run_cli(tmp_path):
+    """``run_cli(*args, timeout=...)`` runs ``robot-learn ARGS`` in ``tmp_path``."""
+
+    def run(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        env = {**os.environ, "MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl",
+               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0"}
+        return subprocess.run([*_command(), *args], cwd=cwd or tmp_path, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+
+    return run

@@ -1,0 +1,158 @@
+"""``robot-learn train train=fast`` end to end, then ``robot-learn eval`` on its output,
+and eval's errors for bad checkpoints. All real parts, tiny sizes."""
+
+import json
+
+import imageio.v2 as imageio
+import pytest
+import torch
+
+from robot_learn.policies import diffusion_state_config, make_policy
+
+TINY_POLICY = ["policy.down_dims=[16,32]", "policy.action_horizon=8", "policy.execute_horizon=4",
+               "policy.num_inference_steps=2", "policy.state_hidden_dims=[32]",
+               "policy.state_feature_dim=16", "policy.timestep_embed_dim=16"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A tiny full `robot-learn train` run: 2 demos, 4 steps, 2 eval episodes."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tmp = tmp_path_factory.mktemp("train")
+    script = Path(sys.executable).with_name("robot-learn")
+    out = subprocess.run(
+        [str(script), "train", "task=stack", "policy=diffusion_state", "train=fast",
+         "data.episodes=2", "data.cameras=[]", "eval.episodes=2", "eval.workers=2",
+         "eval.videos=1", "eval.max_steps=6", "run_dir=run", *TINY_POLICY],
+        cwd=tmp, capture_output=True, text=True, timeout=400,
+        env={**os.environ, "MUJOCO_GL": "egl", "OMP_NUM_THREADS": "1"})
+    return tmp, out
+
+
+def test_train_collects_demos_when_missing(trained):
+    tmp, out = trained
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "collecting 2 expert episodes" in out.stdout
+    assert (tmp / "data" / "stack_demos.zarr").is_dir()
+
+
+def test_train_writes_report_plot_video_and_policy(trained):
+    tmp, out = trained
+    assert out.returncode == 0, out.stderr[-3000:]
+    run = tmp / "run"
+    report = json.loads((run / "report.json").read_text())
+    stack = report["tasks"]["stack"]
+    assert stack["episodes"] == 2
+    assert [e["seed"] for e in stack["per_episode"]] == [1_000_000, 1_000_001]
+    for key in ("success_rate", "ci_low", "ci_high", "mean_progress", "mean_length"):
+        assert key in stack
+    assert report["train"]["step"] == 4
+    assert report["policy"]["type"] == "diffusion" and report["data"]["episodes"] == 2
+    assert "| stack | 2 |" in (run / "report.md").read_text()
+    assert (run / "success_per_task.png").stat().st_size > 1000
+    frames = imageio.mimread(run / "videos" / "episode_000.mp4")
+    assert len(frames) == stack["per_episode"][0]["length"] + 1
+    assert (run / "policy" / "config.yaml").is_file()
+    assert f"report: {run / 'report.md'}" in out.stdout
+
+
+def test_train_reuses_the_demo_store_on_a_second_run(trained, run_cli):
+    tmp, _ = trained
+    out = run_cli("train", "train=fast", "data.episodes=2", "data.cameras=[]", "eval.episodes=1",
+                  "eval.workers=1", "eval.videos=0", "eval.max_steps=3", "run_dir=run2",
+                  *TINY_POLICY, cwd=tmp, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "using demo store data/stack_demos.zarr" in out.stdout
+    assert "collecting" not in out.stdout
+
+
+def test_train_image_policy_on_a_state_only_store_explains_the_fix(trained, run_cli):
+    tmp, _ = trained
+    out = run_cli("train", "policy=diffusion_image", "train=fast", "run_dir=run3", cwd=tmp)
+    assert out.returncode == 2
+    assert "has no 'images/front'" in out.stderr and "data.path" in out.stderr
+
+
+def test_train_rejects_a_bad_policy_setting_by_name(trained, run_cli):
+    tmp, _ = trained
+    out = run_cli("train", "train=fast", "policy.denoiser=lstm", "run_dir=run4", cwd=tmp)
+    assert out.returncode == 2
+    assert "unknown denoiser 'lstm'; valid choices: unet, transformer" in out.stderr
+
+
+def test_eval_a_training_run_dir_writes_its_report(trained, run_cli):
+    tmp, _ = trained
+    out = run_cli("eval", "checkpoint=run", "task=stack", "episodes=2", "workers=2", "videos=0",
+                  "max_steps=5", "out_dir=evalout", cwd=tmp, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads((tmp / "evalout" / "report.json").read_text())
+    assert report["tasks"]["stack"]["episodes"] == 2
+    assert report["checkpoint"].endswith("run/policy")
+    assert "success" in out.stdout and "95% CI" in out.stdout
+
+
+def _saved_policy(path, **overrides):
+    config = diffusion_state_config(down_dims=[16, 32], action_horizon=8, execute_horizon=4,
+                                    num_inference_steps=2, **overrides)
+    make_policy("diffusion", config).save(path)
+    return path
+
+
+@pytest.mark.parametrize("overrides,message", [
+    ({"action_dim": 6}, "action dim: policy 6, caller 5"),
+    ({"state_dims": {"state": 7}}, "observation 'state': policy expects (7,), caller provides (10,)"),
+])
+def test_eval_rejects_a_checkpoint_with_mismatched_dims(run_cli, tmp_path, overrides, message):
+    _saved_policy(tmp_path / "ckpt", **overrides)
+    out = run_cli("eval", "checkpoint=ckpt", "task=stack", "episodes=1")
+    assert out.returncode == 2
+    assert "cannot evaluate checkpoint 'ckpt' on task 'stack'" in out.stderr
+    assert message in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_eval_rejects_another_policy_type(run_cli, tmp_path):
+    _saved_policy(tmp_path / "ckpt")
+    out = run_cli("eval", "checkpoint=ckpt", "task=stack", "policy_type=vla")
+    assert out.returncode == 2
+    assert "holds a 'diffusion' policy but a 'vla' policy was requested" in out.stderr
+
+
+def test_eval_rejects_an_unregistered_policy_type_listing_valid_ones(run_cli, tmp_path):
+    config = _saved_policy(tmp_path / "ckpt") / "config.yaml"
+    config.write_text(config.read_text().replace("type: diffusion", "type: lstm", 1))
+    out = run_cli("eval", "checkpoint=ckpt", "task=stack")
+    assert out.returncode == 2
+    assert "unknown policy 'lstm'; valid policies: diffusion" in out.stderr
+
+
+def test_eval_rejects_a_missing_checkpoint(run_cli):
+    out = run_cli("eval", "checkpoint=nowhere", "task=stack")
+    assert out.returncode == 2 and "checkpoint 'nowhere' does not exist" in out.stderr
+
+
+def test_eval_rejects_a_checkpoint_without_weights(run_cli, tmp_path):
+    (_saved_policy(tmp_path / "ckpt") / "model.safetensors").unlink()
+    out = run_cli("eval", "checkpoint=ckpt", "task=stack")
+    assert out.returncode == 2 and "has no model.safetensors" in out.stderr
+
+
+def test_eval_rejects_a_corrupt_weights_file(run_cli, tmp_path):
+    weights = _saved_policy(tmp_path / "ckpt") / "model.safetensors"
+    weights.write_bytes(b"\x00garbage" * 10)
+    out = run_cli("eval", "checkpoint=ckpt", "task=stack")
+    assert out.returncode == 2
+    assert "is corrupt or not a safetensors file" in out.stderr
+
+
+def test_eval_rejects_a_directory_that_is_not_a_checkpoint(run_cli, tmp_path):
+    (tmp_path / "empty").mkdir()
+    out = run_cli("eval", "checkpoint=empty", "task=stack")
+    assert out.returncode == 2 and "has no config.yaml" in out.stderr
+
+
+torch.set_num_threads(1)
