@@ -71,11 +71,15 @@ def top_down_ik(x: float, y: float, z: float, yaw: float) -> np.ndarray:
     # Wrist-flex axis is straight above the grasp centre.
     dx = radius - SHOULDER_OFFSET
     dz = z + WRIST_TO_TCP - SHOULDER_HEIGHT
+    # Out of two-link reach: keep the height, move the radius (a top-down
+    # gripper should never be pushed lower than commanded).
+    dz = min(max(dz, -0.95 * _REACH_MAX), 0.95 * _REACH_MAX)
     reach = math.hypot(dx, dz)
-    if reach > _REACH_MAX or reach < _REACH_MIN:
-        scale = min(max(reach, _REACH_MIN), _REACH_MAX) / max(reach, 1e-9)
-        dx, dz = dx * scale, dz * scale
-        reach = math.hypot(dx, dz)
+    if reach > _REACH_MAX:
+        dx = math.sqrt(_REACH_MAX**2 - dz * dz)
+    elif reach < _REACH_MIN:
+        dx = math.sqrt(max(_REACH_MIN**2 - dz * dz, 0.0))
+    reach = max(math.hypot(dx, dz), 1e-9)
 
     cos_elbow = (reach * reach - UPPER_ARM**2 - FOREARM**2) / (2.0 * UPPER_ARM * FOREARM)
     elbow = math.acos(min(max(cos_elbow, -1.0), 1.0))  # elbow above the wrist

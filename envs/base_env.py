@@ -34,7 +34,9 @@ MAX_TARGET_STEP = 0.4  # grasp centre at reset, above the workspace
 STATE_VERSION = 1.0
 # get_state() header: version, family, variant, template, step count, 3 colours.
 _HEADER = 8
-_INSTRUCTION_CHARSET = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ,.'-")
+# An ordered string, not a set: gymnasium's shared memory (AsyncVectorEnv)
+# encodes Text as character indices, and a set's order differs per process.
+_INSTRUCTION_CHARSET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ,.'-"
 
 # Pose-action bounds (the IK clamps further to what the arm reaches).
 POSE_LOW = np.array([-0.1, -0.35, 0.0, -math.pi, 0.0], dtype=np.float32)
@@ -309,13 +311,13 @@ class TabletopEnv(gym.Env):
         """
         s = np.asarray(state, dtype=np.float64)
         expected = _HEADER + N_PARAMS + self._mj_state_size
-        if s.shape != (expected,):
-            raise ValueError(f"state for task {self.name!r} must have shape ({expected},), got {s.shape}")
-        if s[0] != STATE_VERSION:
-            raise ValueError(f"unsupported state version {s[0]}; expected {STATE_VERSION}")
+        if s.ndim != 1 or len(s) < _HEADER or s[0] != STATE_VERSION:
+            raise ValueError(f"not a get_state() vector (version {STATE_VERSION}) for task {self.name!r}")
         family = FAMILIES[int(s[1])] if 0 <= s[1] < len(FAMILIES) else f"#{s[1]}"
         if family != self.task.family:
             raise ValueError(f"state is from the {family!r} family; task {self.name!r} is in the {self.task.family!r} family")
+        if s.shape != (expected,):
+            raise ValueError(f"state for task {self.name!r} must have shape ({expected},), got {s.shape}")
         self.template_index = int(s[3])
         self.steps = int(s[4])
         self.colours = {role: COLOUR_NAMES[int(s[5 + i])] for i, role in enumerate(self.layout.roles)}

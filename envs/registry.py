@@ -92,4 +92,8 @@ def register_envs() -> None:
     """Register every task under its gymnasium id (idempotent)."""
     for spec in _SPECS:
         if spec.gym_id not in gym.registry:
-            gym.register(id=spec.gym_id, entry_point="robot_learn.envs.registry:make_env", kwargs={"name": spec.name})
+            # The passive checker rejects the empty images Dict of camera-less
+            # envs (the contract's ``images == {}``); tests run the full
+            # gymnasium check_env on envs with cameras instead.
+            gym.register(id=spec.gym_id, entry_point="robot_learn.envs.registry:make_env",
+                         kwargs={"name": spec.name}, disable_env_checker=True)

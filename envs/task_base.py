@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .arm import wrap_angle
-from .scene import FAMILY_OBJECTS, ObjectKind
+from .scene import FAMILY_OBJECTS
 
 if TYPE_CHECKING:  # pragma: no cover
     from .base_env import TabletopEnv
@@ -236,10 +235,3 @@ class FamilyTask:
         w, x, y, z = quat
         cos_t = 1.0 - 2.0 * (x * x + y * y)
         return math.acos(min(max(cos_t, -1.0), 1.0))
-
-    def kinds(self) -> tuple[ObjectKind, ObjectKind, ObjectKind | None]:
-        return self.move_kind, self.target_kind, self.distractor_kind
-
-    @staticmethod
-    def wrap(a: float) -> float:
-        return wrap_angle(a)

@@ -1,17 +1,36 @@
 """Evaluation: vectorised rollouts on held-out seeds, metrics with Wilson intervals,
-videos, reports and plots."""
+videos, reports and plots.
 
-from robot_learn.evaluation.metrics import SuccessSummary, summarize, wilson_interval
-from robot_learn.evaluation.plots import plot_success_per_task
-from robot_learn.evaluation.report import build_report, render_markdown, write_report
-from robot_learn.evaluation.results import EpisodeResult, EvalResult
-from robot_learn.evaluation.rollout import (EVAL_SEED, evaluate, make_vector_env, observation_shapes,
-                                            policy_cameras)
-from robot_learn.evaluation.videos import tile_cameras, write_video
+Names are imported lazily (PEP 562) so that light users, such as
+``robot-learn render-episode`` needing only the video writer, do not pay for
+importing torch, diffusers and gymnasium.
+"""
 
-__all__ = [
-    "EVAL_SEED", "EpisodeResult", "EvalResult", "SuccessSummary", "build_report",
-    "evaluate", "make_vector_env", "observation_shapes", "plot_success_per_task", "policy_cameras",
-    "render_markdown", "summarize", "tile_cameras", "wilson_interval", "write_report",
-    "write_video",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "SuccessSummary": "metrics", "summarize": "metrics", "wilson_interval": "metrics",
+    "plot_success_per_task": "plots",
+    "build_report": "report", "render_markdown": "report", "write_report": "report",
+    "EpisodeResult": "results", "EvalResult": "results",
+    "EVAL_SEED": "rollout", "evaluate": "rollout", "make_vector_env": "rollout",
+    "observation_shapes": "rollout", "policy_cameras": "rollout",
+    "tile_cameras": "videos", "write_video": "videos",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'robot_learn.evaluation' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"robot_learn.evaluation.{_EXPORTS[name]}"), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

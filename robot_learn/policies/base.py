@@ -119,9 +119,12 @@ class Policy(nn.Module, ABC):
     # --- helpers for select_action -----------------------------------------------
     def _push_observation(self, obs: Obs) -> None:
         instruction = obs.get("instruction")
-        leaves = dict(_flatten_tensors(obs))
-        if not leaves:
-            raise ValueError("select_action got no observation tensors; expected keys like 'state' or 'images'")
+        needed = set(self.obs_shapes)
+        # Keep only what the policy reads (an env may also return cameras a state policy ignores).
+        leaves = {key: value for key, value in _flatten_tensors(obs) if "/".join(key) in needed}
+        missing = sorted(needed - {"/".join(key) for key in leaves})
+        if missing:
+            raise ValueError(f"select_action observation lacks {missing}; the policy reads {sorted(needed)}")
         batch_sizes = {leaf.shape[0] for leaf in leaves.values()}
         if len(batch_sizes) != 1:
             raise ValueError(f"observation tensors disagree on batch size: {sorted(batch_sizes)}")

@@ -10,7 +10,8 @@ from robot_learn.training.checkpoint import CheckpointError, find_latest_checkpo
 from robot_learn.training.config import EMAConfig, TrainConfig
 from robot_learn.training.lr_schedule import make_warmup_cosine_scheduler, warmup_cosine_factor
 from robot_learn.training.metrics_log import MetricsLogger
-from robot_learn.training.trainer import PolicyLoss, Trainer, rank_seed
+from robot_learn.training.distributed import PolicyLoss
+from robot_learn.training.trainer import Trainer, rank_seed
 
 __all__ = [
     "CheckpointError",

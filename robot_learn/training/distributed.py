@@ -8,6 +8,8 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 
 @dataclass
@@ -85,3 +87,33 @@ def init_distributed(device: str = "auto", backend: str = "auto") -> DistContext
         dist.init_process_group(backend=chosen, init_method="env://", rank=rank, world_size=world_size)
         owns = True
     return DistContext(rank=rank, world_size=world_size, local_rank=local_rank, device=dev, owns_group=owns)
+
+
+class PolicyLoss(nn.Module):
+    """Routes ``forward`` to ``policy.compute_loss`` so DDP sees the loss computation.
+
+    DistributedDataParallel only synchronises gradients for work done inside the
+    wrapped module's ``forward``; calling ``compute_loss`` directly would bypass it.
+    """
+
+    def __init__(self, policy: nn.Module) -> None:
+        super().__init__()
+        self.policy = policy
+
+    def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+        return self.policy.compute_loss(batch)
+
+
+def wrap_policy_for_training(policy: nn.Module, ctx: DistContext, find_unused_parameters: bool = False) -> nn.Module:
+    """``PolicyLoss(policy)``, inside DistributedDataParallel when running under torchrun.
+
+    Wrapping in DDP broadcasts rank 0's parameters and buffers to every rank.
+    """
+    module = PolicyLoss(policy)
+    if not ctx.distributed:
+        return module
+    return DistributedDataParallel(
+        module,
+        device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
+        find_unused_parameters=find_unused_parameters,
+    )

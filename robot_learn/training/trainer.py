@@ -21,7 +21,6 @@ import torch
 import yaml
 from diffusers.training_utils import EMAModel
 from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from robot_learn.policies import Policy, load_policy, to_torch
@@ -39,7 +38,8 @@ from robot_learn.training.checkpoint import (
     write_checkpoint,
 )
 from robot_learn.training.config import TrainConfig
-from robot_learn.training.distributed import DistContext, init_distributed
+from robot_learn.training.data_checks import check_rank_samplers_differ, check_sampler_data
+from robot_learn.training.distributed import DistContext, init_distributed, wrap_policy_for_training
 from robot_learn.training.lr_schedule import make_warmup_cosine_scheduler
 from robot_learn.training.metrics_log import MetricsLogger
 from robot_learn.training.rng_state import PreservedRNG, capture_rng_state, restore_rng_state, seed_everything
@@ -56,21 +56,6 @@ class BatchSampler(Protocol):
     def sample(self) -> dict[str, Any]: ...
     def state_dict(self) -> dict[str, Any]: ...
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
-
-
-class PolicyLoss(nn.Module):
-    """Routes ``forward`` to ``policy.compute_loss`` so DDP sees the loss computation.
-
-    DistributedDataParallel only synchronises gradients for work done inside the
-    wrapped module's ``forward``; calling ``compute_loss`` directly would bypass it.
-    """
-
-    def __init__(self, policy: Policy) -> None:
-        super().__init__()
-        self.policy = policy
-
-    def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
-        return self.policy.compute_loss(batch)
 
 
 class Trainer:
@@ -121,16 +106,8 @@ class Trainer:
         # The EMA copy never receives gradients; it is what gets evaluated and saved.
         # Copied before the DDP wrap (so it carries no DDP hooks), synced after it.
         self.ema_policy = copy.deepcopy(self.policy).eval().requires_grad_(False)
-        loss_module = PolicyLoss(self.policy)
-        if self.dist.distributed:
-            # Wrapping broadcasts rank 0's weights, so every rank starts identical.
-            self.model: nn.Module = DistributedDataParallel(
-                loss_module,
-                device_ids=[self.device.index] if self.device.type == "cuda" else None,
-                find_unused_parameters=cfg.ddp_find_unused_parameters,
-            )
-        else:
-            self.model = loss_module
+        # Wrapping broadcasts rank 0's weights, so every rank starts identical.
+        self.model = wrap_policy_for_training(self.policy, self.dist, cfg.ddp_find_unused_parameters)
         self.ema: EMAModel | None = None
         if cfg.ema.enabled:
             self.ema = EMAModel(
@@ -162,10 +139,10 @@ class Trainer:
         """
         cfg = self.cfg
         try:
-            self._check_data()
+            check_sampler_data(self.sampler)
             resumed = self._maybe_resume()
             if not resumed:
-                self._check_rank_samplers_differ()
+                check_rank_samplers_differ(self.sampler, self.dist)
                 # Different ranks get different noise/dropout streams; weights are
                 # synchronised by DDP's broadcast from rank 0 at wrap time.
                 seed_everything(cfg.seed + self.dist.rank)
@@ -193,6 +170,8 @@ class Trainer:
         window_loss = torch.zeros((), device=self.device)
         window_extra: dict[str, torch.Tensor] = {}
         window_n = 0
+        window_data_s = 0.0  # time in sampler.sample + to_torch, to spot a data-bound run
+        window_pause_s = 0.0  # eval/checkpoint time, kept out of the throughput numbers
         window_t0 = time.perf_counter()
         last_logged: dict[str, float] = {}
         bar = tqdm(
@@ -200,7 +179,8 @@ class Trainer:
             desc="train", dynamic_ncols=True,
         )
         while self.step < cfg.steps:
-            out = self._train_step()
+            out, data_s = self._train_step()
+            window_data_s += data_s
             window_loss += out["loss"].detach().float()
             for key, value in out.items():
                 if key != "loss" and isinstance(value, torch.Tensor) and value.numel() == 1:
@@ -217,12 +197,14 @@ class Trainer:
                     raise FloatingPointError(
                         f"training loss became {mean_loss} by step {self.step}; lower lr or check the data"
                     )
-                dt = time.perf_counter() - window_t0
+                dt = time.perf_counter() - window_t0 - window_pause_s
                 last_logged = {
                     "loss": mean_loss,
                     "lr": self.lr_scheduler.get_last_lr()[0],
                     "time": self._elapsed_before + time.perf_counter() - t_start,
                     "samples_per_s": window_n * cfg.batch_size * self.dist.world_size / max(dt, 1e-9),
+                    "step_time": dt / window_n,
+                    "data_time": window_data_s / window_n,
                 }
                 for key, total in window_extra.items():
                     last_logged[key] = float(self.dist.all_reduce_mean(total / window_n))
@@ -230,13 +212,16 @@ class Trainer:
                     logger.log(self.step, last_logged)
                 bar.set_postfix(loss=f"{mean_loss:.4f}", lr=f"{last_logged['lr']:.2e}")
                 window_loss.zero_()
-                window_extra, window_n, window_t0 = {}, 0, time.perf_counter()
+                window_extra, window_n, window_data_s, window_pause_s = {}, 0, 0.0, 0.0
+                window_t0 = time.perf_counter()
 
             # Evaluate before checkpointing so a checkpoint at this step follows the eval.
+            pause_t0 = time.perf_counter()
             if self.evaluate_fn is not None and ((cfg.eval_every and self.step % cfg.eval_every == 0) or is_last):
                 self._evaluate(logger)
             if (cfg.ckpt_every and self.step % cfg.ckpt_every == 0) or is_last:
                 self.save_checkpoint(t_start)
+            window_pause_s += time.perf_counter() - pause_t0
         bar.close()
 
         run_time = time.perf_counter() - t_start
@@ -256,8 +241,11 @@ class Trainer:
             **self._last_eval,
         }
 
-    def _train_step(self) -> dict[str, torch.Tensor]:
+    def _train_step(self) -> tuple[dict[str, torch.Tensor], float]:
+        """One optimisation step; returns the loss dict and the seconds spent getting the batch."""
+        t0 = time.perf_counter()
         batch = to_torch(self.sampler.sample(), self.device)
+        data_s = time.perf_counter() - t0
         with self._autocast():
             out = self.model(batch)
         loss = out["loss"]
@@ -269,7 +257,7 @@ class Trainer:
         self.lr_scheduler.step()
         if self.ema is not None:
             self.ema.step(self.policy.parameters())
-        return out
+        return out, data_s
 
     def _autocast(self) -> contextlib.AbstractContextManager:
         # bf16 needs no loss scaling; CPU autocast is slower and less exact, so CPU stays fp32.
@@ -304,35 +292,6 @@ class Trainer:
             # Buffers (normalisers) are not averaged: they are fixed data statistics.
             for dst, src in zip(self.ema_policy.buffers(), self.policy.buffers()):
                 dst.copy_(src)
-
-    # ------------------------------------------------------------------ data check
-    def _check_data(self) -> None:
-        """Refuse non-finite data before spending compute on it.
-
-        Calls ``sampler.store.check_finite(keys)`` over the keys the sampler reads;
-        the store's error names the key, episode and step.
-        """
-        store = getattr(self.sampler, "store", None)
-        if store is None or not hasattr(store, "check_finite"):
-            return
-        keys = [*getattr(self.sampler, "obs_keys", ()), getattr(self.sampler, "action_key", None)]
-        keys = list(dict.fromkeys(k for k in keys if k))
-        store.check_finite(keys or None)
-
-    def _check_rank_samplers_differ(self) -> None:
-        """Under DDP, identical sampler streams would make every rank train on the same windows."""
-        if not self.dist.distributed:
-            return
-        states = self.dist.gather_objects(self.sampler.state_dict())
-        try:
-            same = [r for r in range(1, len(states)) if states[r] == states[0]]
-        except (RuntimeError, ValueError):  # states holding tensors/arrays cannot be compared this way
-            return
-        if same:
-            raise ValueError(
-                f"ranks 0 and {same} have identical sampler states; give each rank its own sampler seed, "
-                "e.g. WindowSampler(..., seed=rank_seed(seed))"
-            )
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self, t_start: float | None = None) -> Path | None:

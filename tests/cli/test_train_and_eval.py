@@ -72,7 +72,8 @@ def test_train_reuses_the_demo_store_on_a_second_run(trained, run_cli):
 
 def test_train_image_policy_on_a_state_only_store_explains_the_fix(trained, run_cli):
     tmp, _ = trained
-    out = run_cli("train", "policy=diffusion_image", "train=fast", "run_dir=run3", cwd=tmp)
+    out = run_cli("train", "policy=diffusion_image", "train=fast", "run_dir=run3",
+                  "data.path=data/stack_demos.zarr", cwd=tmp)
     assert out.returncode == 2
     assert "has no 'images/front'" in out.stderr and "data.path" in out.stderr
 

@@ -160,3 +160,12 @@ def test_loss_and_sampling_work_under_bf16_autocast(stats, windows, denoiser):
     with torch.autocast("cpu", dtype=torch.bfloat16):
         chunk = policy.predict_action_chunk(batch["obs"], generator=torch.Generator().manual_seed(0))
     assert chunk.dtype == torch.float32 and torch.isfinite(chunk).all()
+
+
+def test_select_action_ignores_extra_observations_and_names_missing_ones(policy, windows):
+    obs = {**_step_obs(windows, 0), "images": {"front": torch.zeros(4, 8, 8, 3, dtype=torch.uint8)}, "instruction": "stack"}
+    assert policy.select_action(obs).shape == (4, ACTION_DIM)
+    assert set(policy._history) == {("state",), ("env_state",)}
+    policy.reset()
+    with pytest.raises(ValueError, match=r"lacks \['env_state'\]"):
+        policy.select_action({"state": obs["state"]})

@@ -22,7 +22,7 @@ def _fixed_loss(policy, sampler) -> float:
         return float(policy.eval().compute_loss(batch)["loss"])
 
 
-def test_loss_decreases_and_the_ema_policy_predicts_better_after_training(tmp_path):
+def test_loss_decreases_and_the_ema_policy_learns_on_a_tiny_dataset(tmp_path):
     store = build_store(tmp_path / "store")
     policy = make_tiny_policy(store)
     sampler = make_sampler(store, batch_size=32, seed=0)

@@ -1,0 +1,148 @@
+"""Speed of the tabletop envs, measured side by side with bare MuJoCo.
+
+1. ``env.step`` without cameras vs raw ``mujoco.mj_step`` (same model, same
+   50 substeps, same control sequence): the env's Python overhead.
+2. Camera frames through the env's renderer vs a bare ``mujoco.Renderer`` on
+   the same scene, at 96x96 and 128x128.
+3. Scripted-expert demo collection in frames/s, without cameras and with two
+   96x96 cameras.
+
+Run: MUJOCO_GL=egl .venv/bin/python benchmarks/bench_env.py [--repeats 5] [--task stack]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import mujoco  # noqa: E402
+
+from robot_learn.envs import make_env, record_expert_episode  # noqa: E402
+from robot_learn.envs.base_env import N_SUBSTEPS  # noqa: E402
+
+
+def median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def bench_step(task: str, repeats: int) -> None:
+    env = make_env(task, cameras=())
+    episode = record_expert_episode(task, seed=0, env=env)
+    actions = episode.actions
+    # The ctrl each action produced, for the raw loop.
+    env.reset(seed=0)
+    start = env.unwrapped.get_state()
+    ctrls = []
+    for a in actions:
+        env.step(a)
+        ctrls.append(env.unwrapped.data.ctrl.copy())
+    model, data = env.unwrapped.model, mujoco.MjData(env.unwrapped.model)
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    physics = start[-mujoco.mj_stateSize(model, spec):]
+
+    def run_env():
+        env.unwrapped.set_state(start)
+        for a in actions:
+            env.step(a)
+
+    def run_raw():
+        mujoco.mj_setState(model, data, physics, spec)
+        for c in ctrls:
+            data.ctrl[:] = c
+            mujoco.mj_step(model, data, nstep=N_SUBSTEPS)
+
+    # Interleave so both see the same machine load.
+    t_env, t_raw = [], []
+    for _ in range(repeats):
+        t_env.append(median_time(run_env, 1))
+        t_raw.append(median_time(run_raw, 1))
+    n = len(actions)
+    env_rate, raw_rate = n / statistics.median(t_env), n / statistics.median(t_raw)
+    print(f"[step] task={task} control steps/episode={n} substeps={N_SUBSTEPS} repeats={repeats}")
+    print(f"  env.step (no cameras)      {env_rate:9.1f} steps/s  ({1e3 / env_rate:.3f} ms/step)")
+    print(f"  raw mj_step x{N_SUBSTEPS}           {raw_rate:9.1f} steps/s  ({1e3 / raw_rate:.3f} ms/step)")
+    print(f"  ratio env/raw              {env_rate / raw_rate:9.3f}   (goal >= 0.5)")
+
+
+def bench_render(task: str, repeats: int, frames: int) -> None:
+    for size in (96, 128):
+        env = make_env(task, cameras=("front", "wrist"), image_size=size)
+        env.reset(seed=0)
+        ours = env.unwrapped._camera_renderer
+        data = env.unwrapped.data
+        bare = mujoco.Renderer(env.unwrapped.model, size, size)  # default flags
+
+        def run_ours():
+            for _ in range(frames):
+                ours.render(data, ("front", "wrist"))
+
+        def run_bare():
+            for _ in range(frames):
+                for cam in ("front", "wrist"):
+                    bare.update_scene(data, camera=cam)
+                    bare.render()
+
+        run_ours(), run_bare()  # warm up both GL contexts
+        t_ours, t_bare = [], []
+        for _ in range(repeats):
+            t_ours.append(median_time(run_ours, 1))
+            t_bare.append(median_time(run_bare, 1))
+        ours_fps = 2 * frames / statistics.median(t_ours)
+        bare_fps = 2 * frames / statistics.median(t_bare)
+        print(f"[render] {size}x{size}, cameras front+wrist, {frames} frame pairs x {repeats} repeats")
+        print(f"  env renderer (no shadows/reflections) {ours_fps:8.1f} images/s")
+        print(f"  bare mujoco.Renderer (defaults)       {bare_fps:8.1f} images/s")
+        print(f"  ratio env/bare                        {ours_fps / bare_fps:8.3f}")
+        bare.close()
+        env.close()
+
+
+def bench_collect(task: str, repeats: int, episodes: int) -> None:
+    for cameras in ((), ("front", "wrist")):
+        env = make_env(task, cameras=cameras, image_size=96)
+        frames = 0
+
+        def collect():
+            nonlocal frames
+            for seed in range(episodes):
+                frames += len(record_expert_episode(task, seed, env=env).actions)
+
+        times = []
+        counts = []
+        for _ in range(repeats):
+            frames = 0
+            times.append(median_time(collect, 1))
+            counts.append(frames)
+        fps = [c / t for c, t in zip(counts, times)]
+        label = "no cameras" if not cameras else "front+wrist 96x96"
+        print(f"[collect] expert demos, {episodes} episodes x {repeats} repeats, {label}: "
+              f"{statistics.median(fps):8.1f} frames/s")
+        env.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="stack")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--frames", type=int, default=50)
+    parser.add_argument("--episodes", type=int, default=3)
+    args = parser.parse_args()
+    print(f"config: task={args.task} repeats={args.repeats} mujoco={mujoco.__version__} "
+          f"MUJOCO_GL={os.environ.get('MUJOCO_GL')} python={platform.python_version()} cpus={os.cpu_count()}")
+    bench_step(args.task, args.repeats)
+    bench_render(args.task, args.repeats, args.frames)
+    bench_collect(args.task, args.repeats, args.episodes)
+
+
+if __name__ == "__main__":
+    main()

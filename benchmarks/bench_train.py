@@ -1,0 +1,113 @@
+"""Training throughput of the Trainer, and the share of each step spent getting data.
+
+Runs the real ``Trainer`` (AdamW, EMA, grad clipping; fp32 on CPU) on a synthetic
+``EpisodeStore`` for the ``diffusion_state`` and ``diffusion_image`` presets (the
+image preset: cameras ``front`` + ``wrist`` at 96x96 and the instruction), logging
+every step. Reports the median step time, samples/s, and the median time in the
+data pipeline (``sampler.sample`` + ``to_torch``) as a fraction of the whole step.
+Goal: data pipeline < 5% of the step.
+
+    .venv/bin/python benchmarks/bench_train.py [--batch-size 64] [--steps 8] [--warmup 2] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import platform
+import statistics
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from robot_learn.data import EpisodeStore, WindowSampler
+from robot_learn.policies import diffusion_image_config, diffusion_state_config, make_policy
+from robot_learn.training import Trainer, TrainConfig
+
+INSTRUCTIONS = ["put the red cube on the blue cube", "take the green cube out of the bin", "insert the peg into the hole"]
+
+
+def build_store(path: Path, episodes: int, length: int, cameras: tuple[str, ...]) -> EpisodeStore:
+    store = EpisodeStore.create(path)
+    rng = np.random.default_rng(0)
+    for i in range(episodes):
+        steps = {
+            "state": rng.normal(size=(length, 10)).astype(np.float32),
+            "env_state": rng.normal(size=(length, 14)).astype(np.float32),
+            "action": rng.normal(size=(length, 5)).astype(np.float32),
+        }
+        for cam in cameras:
+            steps[f"images/{cam}"] = rng.integers(0, 256, size=(length, 96, 96, 3), dtype=np.uint8)
+        store.append_episode(steps, {"task": "stack", "instruction": INSTRUCTIONS[i % 3], "success": True,
+                                     "seed": i, "source": "demo"})
+    return store
+
+
+def run(name: str, config, obs_keys: tuple[str, ...], store: EpisodeStore, args, out_dir: Path) -> dict:
+    stats = store.stats(["action", *config.state_dims])
+    instructions = INSTRUCTIONS if config.text_encoder != "none" else None
+    torch.manual_seed(0)
+    policy = make_policy("diffusion", config, stats, instructions=instructions) if instructions else make_policy(
+        "diffusion", config, stats)
+    sampler = WindowSampler(store, obs_keys=obs_keys, obs_horizon=config.obs_horizon,
+                            action_horizon=config.action_horizon, batch_size=args.batch_size, seed=0)
+    total = args.warmup + args.steps
+    cfg = TrainConfig(steps=total, batch_size=args.batch_size, warmup_steps=10, log_every=1, ckpt_every=0,
+                      out_dir=str(out_dir / name), device="cpu", num_threads=args.threads, progress_bar=False)
+    Trainer(policy, sampler, cfg).fit()
+    with open(out_dir / name / "metrics.csv") as f:
+        rows = [r for r in csv.DictReader(f)][args.warmup:]
+    step = [float(r["step_time"]) for r in rows]
+    data = [float(r["data_time"]) for r in rows]
+    n_params = sum(p.numel() for p in policy.parameters())
+    return {
+        "name": name,
+        "params_m": n_params / 1e6,
+        "step_ms": 1000 * statistics.median(step),
+        "data_ms": 1000 * statistics.median(data),
+        "samples_per_s": args.batch_size / statistics.median(step),
+        "data_frac": statistics.median(d / s for d, s in zip(data, step)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=8, help="measured steps per config")
+    parser.add_argument("--warmup", type=int, default=2, help="unmeasured steps first")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    print("bench_train: Trainer throughput and data-pipeline share of the step")
+    print(f"  torch {torch.__version__} | CPU, {args.threads} threads | {platform.processor() or platform.machine()}")
+    print(f"  batch {args.batch_size} | {args.warmup} warmup + {args.steps} measured steps | fp32, AdamW, EMA, clip 1.0")
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        state_store = build_store(tmp / "state.zarr", episodes=20, length=100, cameras=())
+        image_store = build_store(tmp / "image.zarr", episodes=10, length=60, cameras=("front", "wrist"))
+        state_cfg = diffusion_state_config()
+        image_cfg = diffusion_image_config()
+        print(f"  diffusion_state: state(10)+env_state(14), To={state_cfg.obs_horizon}, Ta={state_cfg.action_horizon}, "
+              f"U-Net down_dims={state_cfg.down_dims}; store 20 eps x 100 steps")
+        print(f"  diffusion_image: state(10) + front/wrist 96x96 (crop {image_cfg.crop_size}) + instruction, "
+              f"vision channels={image_cfg.vision_channels}; store 10 eps x 60 steps")
+        results.append(run("diffusion_state", state_cfg, ("state", "env_state"), state_store, args, tmp))
+        results.append(run("diffusion_image", image_cfg, ("state", "images/front", "images/wrist"), image_store, args, tmp))
+
+    print()
+    print(f"{'config':<17}{'params':>9}{'step p50':>11}{'data p50':>11}{'samples/s':>11}{'data/step':>11}")
+    for r in results:
+        print(f"{r['name']:<17}{r['params_m']:>8.2f}M{r['step_ms']:>9.1f}ms{r['data_ms']:>9.2f}ms"
+              f"{r['samples_per_s']:>11.1f}{100 * r['data_frac']:>10.2f}%")
+    ratio = results[0]["samples_per_s"] / results[1]["samples_per_s"]
+    print(f"\nstate/image throughput ratio: {ratio:.1f}x")
+    worst = max(r["data_frac"] for r in results)
+    print(f"data pipeline share (worst config): {100 * worst:.2f}% -> goal < 5%: {'met' if worst < 0.05 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
