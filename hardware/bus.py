@@ -9,6 +9,7 @@ that name the port, motor, id and register.
 
 from __future__ import annotations
 
+import termios
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -157,7 +158,7 @@ class ServoBus(ABC):
             finally:
                 try:
                     self._close()
-                except (OSError, IOError):
+                except (OSError, termios.error):
                     pass
                 self._connected = False
 
@@ -194,10 +195,15 @@ class ServoBus(ABC):
                     self._clear()  # drop a late reply so it is not taken for the next one
                 try:
                     value, outcome = fn()
-                except (OSError, IOError) as exc:  # serial.SerialException is an IOError
+                except (OSError, termios.error) as exc:  # serial.SerialException is an OSError
                     self._connected = False
                     raise BusDisconnectedError(
                         f"{self.vendor} bus on {self.port} disconnected while {what}: {exc}") from exc
+                except IndexError as exc:
+                    # The SDKs index into a reply without checking its length; a stale
+                    # reply from an earlier timed-out attempt can be too short.
+                    last = Outcome(CORRUPT, f"malformed reply ({exc})")
+                    continue
                 if outcome.kind == OK:
                     if outcome.error_byte:
                         raise MotorErrorStatus(f"{self.vendor} bus on {self.port}: error status "
@@ -231,7 +237,7 @@ class ServoBus(ABC):
         with self.lock:
             try:
                 return self._scan_ids(ids)
-            except (OSError, IOError) as exc:
+            except (OSError, termios.error) as exc:
                 self._connected = False
                 raise BusDisconnectedError(f"{self.vendor} bus on {self.port} disconnected while scanning: {exc}") from exc
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import select
+import sys
 import threading
 import time
 import tty
@@ -24,6 +25,7 @@ from robot_learn.hardware.emulator.servo_model import EmulatedServo
 
 PROTOCOLS = {"dynamixel": dynamixel_protocol, "feetech": feetech_protocol}
 FAULT_KINDS = ("drop", "corrupt", "delay")
+SWITCH_INTERVAL_S = 2e-4
 
 
 @dataclass
@@ -66,6 +68,7 @@ class ServoBusEmulator:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.port = ""
+        self._old_switch: float | None = None
         self.packets_handled = 0
         self.replies_sent = 0
 
@@ -77,6 +80,11 @@ class ServoBusEmulator:
         tty.setraw(self._slave)
         tty.setraw(self._master)
         self.port = os.ttyname(self._slave)
+        # The SDK client busy-polls the port while holding the GIL between short
+        # select() calls; with the default 5 ms switch interval this thread would
+        # wait up to 5 ms to answer. A short interval keeps replies sub-millisecond.
+        self._old_switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._old_switch, SWITCH_INTERVAL_S))
         self._stop.clear()
         self._thread = threading.Thread(target=self._serve, name=f"emulator-{self.protocol}", daemon=True)
         self._thread.start()
@@ -85,6 +93,9 @@ class ServoBusEmulator:
     def stop(self) -> None:
         """Stop the thread and close both ends of the pty."""
         self._stop.set()
+        if self._old_switch is not None:
+            sys.setswitchinterval(self._old_switch)
+            self._old_switch = None
         if self._thread is not None:
             self._thread.join(timeout=2.0)
             self._thread = None

@@ -136,6 +136,8 @@ class Policy(nn.Module, ABC):
                     f"observation batch/keys changed since the last step (batch {known} -> {batch}); call reset() between episodes"
                 )
         for key, value in leaves.items():
+            # Own the memory: to_torch shares it with numpy arrays an env may reuse in place.
+            value = value.clone()
             if key not in self._history:
                 # Episode start: pad the history with copies of the first observation.
                 self._history[key] = deque([value] * self.obs_horizon, maxlen=self.obs_horizon)

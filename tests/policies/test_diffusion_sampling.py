@@ -169,3 +169,11 @@ def test_select_action_ignores_extra_observations_and_names_missing_ones(policy,
     policy.reset()
     with pytest.raises(ValueError, match=r"lacks \['env_state'\]"):
         policy.select_action({"state": obs["state"]})
+
+
+def test_history_is_not_changed_when_the_env_reuses_its_observation_buffer(policy, windows):
+    buffer = {"state": windows["state"][:, 0].copy(), "env_state": windows["env_state"][:, 0].copy()}
+    policy.select_action(buffer)
+    first = buffer["state"].copy()
+    buffer["state"] += 100.0  # an env writing the next observation into the same array
+    assert torch.equal(policy._history[("state",)][0], torch.from_numpy(first))

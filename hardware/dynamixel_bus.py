@@ -1,0 +1,34 @@
+"""`DynamixelBus`: ROBOTIS Dynamixel Protocol 2.0 servos through `dynamixel-sdk`."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from robot_learn.hardware.bus import Motor
+from robot_learn.hardware.errors import SDKMissingError
+from robot_learn.hardware.sdk_bus import SDKBus
+
+
+class DynamixelBus(SDKBus):
+    """A Dynamixel X-series bus (XL430, XL330, ...) speaking Protocol 2.0."""
+
+    vendor = "dynamixel"
+
+    def __init__(self, port: str, motors: Mapping[str, Motor], **kwargs: Any) -> None:
+        try:
+            import dynamixel_sdk
+        except ImportError as exc:
+            raise SDKMissingError("dynamixel-sdk is not installed; pip install 'robot-learn[hardware]'") from exc
+        self.sdk = dynamixel_sdk
+        super().__init__(port, motors, **kwargs)
+
+    def _new_packet_handler(self) -> Any:
+        return self.sdk.PacketHandler(2.0)
+
+    def _scan_ids(self, ids: Iterable[int]) -> dict[int, int]:
+        # One broadcast PING answers for every ID at once (the SDK waits a fixed ~0.8 s).
+        wanted = set(ids)
+        found, result = self._ph.broadcastPing(self._port)
+        if result != self.sdk.COMM_SUCCESS:
+            return {}
+        return {i: info[0] for i, info in sorted(found.items()) if i in wanted}
