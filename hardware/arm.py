@@ -24,6 +24,7 @@ from robot_learn.hardware.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
 ROLES = ("follower", "leader")
+CURRENT_BASED_POSITION = 5  # Dynamixel X-series Operating_Mode: position control with a current limit
 
 
 @dataclass
@@ -46,10 +47,24 @@ class ArmConfig:
     timeout_ms: float = 20.0
     retries: int = 2
     baudrate: int = 1_000_000
+    # Leader only: joints held with torque on at a position (normalised units) under a
+    # current limit (mA), so they push back like a spring the operator squeezes
+    # against (the Koch leader's gripper trigger). Needs current-based position control.
+    hold_joints: dict[str, float] = field(default_factory=dict)
+    hold_current: int = 40
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"unknown role {self.role!r}; valid roles: {', '.join(ROLES)}")
+        if self.hold_joints and self.role != "leader":
+            raise ValueError("hold_joints is for leader arms; a follower holds every joint already")
+        for joint in self.hold_joints:
+            if joint not in self.motors:
+                raise ValueError(f"unknown hold joint {joint!r}; valid joints: {', '.join(self.motors)}")
+            regs = self.motors[joint].table.registers
+            if "Goal_Current" not in regs or "Operating_Mode" not in regs:
+                raise ValueError(f"hold joint {joint!r} needs current-based position control, which model "
+                                 f"{self.motors[joint].model} lacks (Dynamixel X-series have it)")
         if self.norm_mode not in ("m100_100", "degrees"):
             check_norm_mode(self.norm_mode)
             raise ValueError(f"arm norm_mode must be 'm100_100' or 'degrees', got {self.norm_mode!r}")
@@ -107,6 +122,8 @@ class ServoArm:
                 if self.config.safety.watchdog_timeout_s:
                     self.watchdog = Watchdog(self.config.safety.watchdog_timeout_s, self._on_watchdog)
                     self.watchdog.start()
+            elif self.config.hold_joints and require_calibration:
+                self._hold_leader_joints()
             for cam in self.cameras.values():
                 cam.connect()
         except BaseException:
@@ -135,6 +152,17 @@ class ServoArm:
 
     def __exit__(self, *exc: object) -> None:
         self.disconnect()
+
+    def _hold_leader_joints(self) -> None:
+        # Operating_Mode is EEPROM on X-series servos: only writable with torque off (it is, here).
+        names = list(self.config.hold_joints)
+        for j in names:
+            self.bus.write("Operating_Mode", j, CURRENT_BASED_POSITION)
+            self.bus.write("Goal_Current", j, self.config.hold_current)
+            self.bus.write("Goal_Position", j, unnormalize(
+                self.config.hold_joints[j], self.calibration[j], self.config.joint_mode(j),
+                self.config.motors[j].table.resolution))
+        self.bus.enable_torque(names)
 
     # -- safety hooks --------------------------------------------------------------
     def _disable_torque_quietly(self) -> None:

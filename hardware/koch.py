@@ -28,7 +28,14 @@ def koch_follower(port: str, robot_id: str = "default", calibration_dir: str | N
 
 
 def koch_leader(port: str, robot_id: str = "default", calibration_dir: str | None = None,
-                **kwargs: Any) -> ServoArm:
-    """A Koch v1.1 leader (torque off)."""
+                gripper_trigger: float | None = None, trigger_current_ma: int = 40, **kwargs: Any) -> ServoArm:
+    """A Koch v1.1 leader; its joints are limp (torque off).
+
+    `gripper_trigger`: if set, the leader's gripper is a spring-loaded trigger. It is held
+    at this position (0..100) in current-based position mode with a `trigger_current_ma`
+    limit, so the operator squeezes against a weak motor and it springs back when
+    released. Every other joint stays limp."""
+    hold = {} if gripper_trigger is None else {"gripper": float(gripper_trigger)}
     return ServoArm(ArmConfig("koch_leader", port, koch_motors("leader"), DynamixelBus, "leader",
-                              robot_id, calibration_dir, safety=SafetyConfig(watchdog_timeout_s=None), **kwargs))
+                              robot_id, calibration_dir, safety=SafetyConfig(watchdog_timeout_s=None),
+                              hold_joints=hold, hold_current=trigger_current_ma, **kwargs))

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 from robot_learn.hardware.errors import PortNotFoundError, SDKMissingError
 
 
-def list_ports() -> list[str]:
-    """Device paths of the serial ports the OS reports (USB adapters, ttyS, ...)."""
+def list_ports(patterns: Sequence[str] = ()) -> list[str]:
+    """Device paths of the serial ports the OS reports (USB adapters, ttyS, ...), plus
+    the existing paths matching any glob in `patterns` (e.g. "/dev/serial/by-id/*",
+    whose symlinks dangle once the adapter is gone, or pseudo-terminals)."""
     try:
         from serial.tools import list_ports as _lp
     except ImportError as exc:
         raise SDKMissingError("pyserial is not installed; pip install 'robot-learn[hardware]'") from exc
-    return sorted(p.device for p in _lp.comports())
+    found = {p.device for p in _lp.comports()}
+    for pattern in patterns:
+        # os.path.exists follows symlinks, so a link to an unplugged device is skipped.
+        found.update(path for path in glob.glob(pattern) if os.path.exists(path))
+    return sorted(found)
 
 
 def check_port_exists(port: str) -> None:

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from collections import deque
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from robot_learn.hardware import (
-    DynamixelBus, FeetechBus, JOINT_NAMES, ROBOTS, RateLoop, ServoBusError, find_port, make_arm,
+    JOINT_NAMES, ROBOTS, ChunkInterpolator, DynamixelBus, FeetechBus, RateLoop, SafetyConfig, ServoArm,
+    ServoBusError, find_port, list_ports, make_arm,
 )
 from robot_learn.hardware.bus import Motor
 
@@ -30,15 +33,20 @@ def _arm_args(p: argparse.ArgumentParser, prefix: str = "", default_robot: str =
 def _make(args: argparse.Namespace, prefix: str = "", **kwargs: Any):
     get = lambda k: getattr(args, f"{prefix}_{k}" if prefix else k)  # noqa: E731
     return make_arm(get("robot"), get("port"), robot_id=get("id"),
-                    calibration_dir=args.calibration_dir, **kwargs)
+                    calibration_dir=args.calibration_dir, timeout_ms=args.timeout_ms, **kwargs)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="robot-learn hw", description=__doc__)
     parser.add_argument("--calibration-dir", default=None,
                         help="default: $ROBOT_LEARN_CALIBRATION_DIR or ~/.cache/robot_learn/calibration")
+    parser.add_argument("--timeout-ms", type=float, default=20.0,
+                        help="servo reply timeout beyond the packet's transmission time (retried twice)")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("find-port", help="identify an adapter's port by unplugging it")
+    p = sub.add_parser("find-port", help="identify an adapter's port by unplugging it")
+    p.add_argument("--pattern", action="append", default=[],
+                   help="also list paths matching this glob (repeatable), e.g. '/dev/serial/by-id/*'")
+    p.add_argument("--settle", type=float, default=0.5, help="seconds to wait after the unplug")
     p = sub.add_parser("scan", help="list the servo IDs answering on a port")
     p.add_argument("--port", required=True)
     p.add_argument("--vendor", choices=list(VENDORS), required=True)
@@ -50,6 +58,8 @@ def _parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help="leader drives follower" + (" and episodes are recorded" if name == "record" else ""))
         _arm_args(p, "leader", "so101_leader")
         _arm_args(p, "follower", "so101_follower")
+        p.add_argument("--leader-gripper-trigger", type=float, default=None, metavar="POS",
+                       help="koch_leader only: hold the leader gripper at POS (0..100) as a spring-loaded trigger")
         p.add_argument("--hz", type=float, default=50.0)
         p.add_argument("--duration", type=float, default=30.0, help="seconds (per episode)")
         if name == "record":
@@ -63,28 +73,100 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--store", required=True)
     p.add_argument("--episode", type=int, default=0)
     p.add_argument("--hz", type=float, default=30.0)
-    p = sub.add_parser("run-policy", help="drive a follower with a callable obs -> joint action")
+    p = sub.add_parser("run-policy", help="drive a follower with a saved policy or a callable obs -> joint action")
     _arm_args(p)
-    p.add_argument("--policy", required=True, help="module:callable taking the observation dict")
-    p.add_argument("--hz", type=float, default=30.0)
+    p.add_argument("--policy", required=True,
+                   help="a policy directory saved by robot_learn.policies (config.yaml + model.safetensors; "
+                        "input 'state' = the arm's joints, joint-mode actions), or module:callable "
+                        "taking the observation dict")
+    p.add_argument("--hz", type=float, default=30.0, help="control loop rate")
     p.add_argument("--duration", type=float, default=30.0)
+    p.add_argument("--interpolate", action="store_true",
+                   help="policy directory only: predict a chunk at --policy-hz and interpolate it onto the loop")
+    p.add_argument("--policy-hz", type=float, default=10.0, help="the rate the policy was trained at")
+    p.add_argument("--instruction", default=None, help="language instruction, for policies that read one")
+    p.add_argument("--max-step", type=float, default=None,
+                   help="largest change per command in the arm's units (default: the arm's own limit)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the policy's sampling noise")
     return parser
+
+
+class SavedPolicyDriver:
+    """Runs a policy saved by `robot_learn.policies` on an arm: the arm's joint positions
+    (in its normalised units, joint order) are the policy's `state`, and the policy's
+    joint-mode actions are the joint targets.
+
+    Without interpolation every loop tick calls `select_action` (the policy's own
+    receding-horizon queue). With it, a chunk is predicted at `policy_hz` and its executed
+    part is interpolated linearly onto the `loop_hz` ticks (`ChunkInterpolator`); the
+    observation history is sampled at `policy_hz`, the rate the policy was trained at."""
+
+    def __init__(self, directory: str, arm: ServoArm, loop_hz: float, interpolate: bool = False,
+                 policy_hz: float = 10.0, instruction: str | None = None, seed: int = 0) -> None:
+        import torch
+
+        from robot_learn.policies import IncompatiblePolicyError, load_policy
+
+        self._torch = torch
+        self.joint_names = arm.joint_names
+        n = len(self.joint_names)
+        try:
+            self.policy = load_policy(directory, action_dim=n, obs_shapes={"state": (n,)})
+        except IncompatiblePolicyError as exc:
+            raise ValueError(
+                f"policy {directory} does not fit {arm.config.robot_type}: the arm provides 'state' = its {n} "
+                f"joint positions ({', '.join(self.joint_names)}) and takes {n} joint targets; {exc}") from None
+        self.policy.reset()
+        self.instruction = instruction
+        self.generator = torch.Generator().manual_seed(seed)
+        self.interpolator = ChunkInterpolator(policy_hz, loop_hz) if interpolate else None
+        self._history: deque[np.ndarray] = deque(maxlen=self.policy.obs_horizon)
+        self._phase = 1.0  # in policy steps; >= 1 means "sample an observation now"
+        self._ratio = policy_hz / loop_hz
+
+    def __call__(self, obs: dict[str, Any]) -> np.ndarray:
+        """The joint targets for this loop tick."""
+        state = np.array([obs[j] for j in self.joint_names], dtype=np.float32)
+        if self.interpolator is None:
+            step = {"state": state[None]}
+            if self.instruction is not None:
+                step["instruction"] = self.instruction
+            return self.policy.select_action(step, generator=self.generator)[0].cpu().numpy()
+        if self._phase >= 1.0 - 1e-9:
+            self._phase -= 1.0
+            if not self._history:  # episode start: pad with the first observation
+                self._history.extend([state] * self.policy.obs_horizon)
+            self._history.append(state)
+        self._phase += self._ratio
+        if self.interpolator.exhausted:
+            hist = {"state": self._torch.from_numpy(np.stack(self._history)[None])}
+            if self.instruction is not None:
+                hist["instruction"] = [self.instruction]
+            with self._torch.no_grad():
+                chunk = self.policy.predict_action_chunk(hist, generator=self.generator)[0].cpu().numpy()
+            # Play the executed actions plus the one after them (when the chunk has it) as the
+            # end point of the last interval, so a chunk fills exactly execute_horizon policy
+            # steps and the next chunk is predicted when its first action is due.
+            start = self.policy.obs_horizon - 1  # chunk index of the current step
+            self.interpolator.set_chunk(chunk[start:start + self.policy.execute_horizon + 1])
+        return self.interpolator.next().astype(np.float32)
 
 
 def _load_callable(spec: str) -> Callable[[dict], Any]:
     module, _, attr = spec.partition(":")
     if not attr:
-        raise ValueError(f"--policy must look like 'module:callable', got {spec!r}")
+        raise ValueError(f"--policy must be a policy directory (config.yaml + model.safetensors) or "
+                         f"'module:callable', got {spec!r}")
     return getattr(importlib.import_module(module), attr)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, input_fn: Callable[[str], str]) -> int:
     if args.command == "find-port":
-        print(find_port())
+        print(find_port(input_fn=input_fn, list_fn=lambda: list_ports(args.pattern), settle_s=args.settle))
         return 0
     if args.command == "scan":
         bus_cls, model = VENDORS[args.vendor]
-        bus = bus_cls(args.port, {"probe": Motor(1, model)}, baudrate=args.baudrate)
+        bus = bus_cls(args.port, {"probe": Motor(1, model)}, baudrate=args.baudrate, timeout_ms=args.timeout_ms)
         bus.connect(handshake=False)
         try:
             found = bus.scan(range(0, args.max_id + 1))
@@ -98,14 +180,20 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "calibrate":
         arm = _make(args)
         try:
-            cal = arm.calibrate()
+            cal = arm.calibrate(input_fn=input_fn)
         finally:
             arm.disconnect()
         print(f"saved {arm.calibration_file} ({len(cal)} joints)")
         return 0
     if args.command in ("teleop", "record"):
         from robot_learn.hardware.teleop import record_episode, run_teleop
-        leader, follower = _make(args, "leader"), _make(args, "follower")
+        leader_kwargs = {}
+        if args.leader_gripper_trigger is not None:
+            if args.leader_robot != "koch_leader":
+                raise ValueError(f"--leader-gripper-trigger needs --leader-robot koch_leader, "
+                                 f"got {args.leader_robot!r}")
+            leader_kwargs["gripper_trigger"] = args.leader_gripper_trigger
+        leader, follower = _make(args, "leader", **leader_kwargs), _make(args, "follower")
         with leader, follower:
             for i in range(getattr(args, "episodes", 1)):
                 episode = run_teleop(leader, follower, rate_hz=args.hz, duration_s=args.duration)
@@ -123,22 +211,36 @@ def _run(args: argparse.Namespace) -> int:
         print(f"replayed {len(actions)} steps: {stats.summary()}")
         return 0
     if args.command == "run-policy":
-        policy = _load_callable(args.policy)
-        with _make(args) as arm:
+        kwargs = {}
+        if args.max_step is not None:
+            kwargs["safety"] = SafetyConfig(max_relative_step=args.max_step)
+        arm = _make(args, **kwargs)
+        if os.path.isdir(args.policy):
+            policy: Callable[[dict], Any] = SavedPolicyDriver(
+                args.policy, arm, args.hz, interpolate=args.interpolate, policy_hz=args.policy_hz,
+                instruction=args.instruction, seed=args.seed)
+        elif args.interpolate:
+            raise ValueError("--interpolate needs a policy directory (a callable returns one action per tick)")
+        else:
+            policy = _load_callable(args.policy)
+        with arm:
             def step(_: int) -> None:
                 action = policy(arm.get_observation())
                 arm.send_action(action if isinstance(action, dict) else np.asarray(action))
             stats = RateLoop(args.hz).run(step, duration_s=args.duration)
-        print(f"ran policy: {stats.summary()}")
+        print(f"ran policy: {stats.summary()}; safety clipped {arm.safety.clip_events} values")
         return 0
     raise AssertionError(args.command)
 
 
-def main(argv: Sequence[str]) -> int:
-    """Entry point for ``robot-learn hw ...``; returns the exit status."""
+def main(argv: Sequence[str], input_fn: Callable[[str], str] = input) -> int:
+    """Entry point for ``robot-learn hw ...``; returns the exit status.
+
+    `input_fn` answers the operator prompts of `find-port` and `calibrate` (default:
+    the terminal), so those flows can be scripted."""
     args = _parser().parse_args(list(argv))
     try:
-        return _run(args)
+        return _run(args, input_fn)
     except (ServoBusError, ValueError) as exc:
         print(f"robot-learn hw {args.command}: {exc}", file=sys.stderr)
         return 2
@@ -146,4 +248,4 @@ def main(argv: Sequence[str]) -> int:
         return 130
 
 
-__all__ = ["main", "JOINT_NAMES"]
+__all__ = ["main", "SavedPolicyDriver", "JOINT_NAMES"]

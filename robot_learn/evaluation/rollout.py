@@ -15,6 +15,7 @@ steps are ignored.
 from __future__ import annotations
 
 import functools
+import os
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -22,6 +23,7 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from robot_learn.evaluation.results import EpisodeResult, EvalResult
 from robot_learn.evaluation.videos import tile_cameras, write_video
@@ -99,56 +101,74 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
              generator_seed: int | None = 0) -> EvalResult:
     """Roll ``policy`` out on ``episodes`` held-out seeds ``seed, seed+1, ...`` of ``task``.
 
-    ``workers`` sub-envs run in parallel (AsyncVectorEnv when > 1); the policy runs
-    batched over them in this process. The first ``videos`` episodes are recorded
-    (``video_cameras`` side by side) and written to ``out_dir/videos/episode_XXX.mp4``
-    when ``out_dir`` is given. ``generator_seed`` seeds the sampling noise so an
-    evaluation is repeatable (None: torch's global RNG).
+    ``workers`` sub-envs step together (``vectorization``: ``"auto"`` is an
+    AsyncVectorEnv when ``workers > 1``, else a SyncVectorEnv; ``"sync"`` or
+    ``"async"`` force one); the policy runs batched over them in this process.
+    The first ``videos`` episodes are recorded (``video_cameras`` side by side) to
+    ``out_dir/videos/episode_XXX.mp4``; without ``out_dir`` no video is made.
+    Only the waves holding those episodes render the video cameras, so a
+    state-only policy pays for rendering just there. ``generator_seed`` seeds the
+    sampling noise so an evaluation is repeatable (None: torch's global RNG).
     """
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
-    videos = max(0, min(videos, episodes))
+    if vectorization not in ("auto", "sync", "async"):
+        raise ValueError(f"unknown vectorization '{vectorization}'; valid: auto, sync, async")
+    videos = max(0, min(videos, episodes)) if out_dir is not None else 0
     cams, policy_size = policy_cameras(policy)
-    size = image_size or policy_size or 96
     if policy_size is not None and image_size is not None and image_size != policy_size:
         raise ValueError(f"image_size={image_size} differs from the policy's {policy_size}")
-    # Render the video cameras only when some video is wanted.
-    env_cams = tuple(dict.fromkeys(cams + (tuple(video_cameras) if videos else ())))
+    size = image_size or policy_size or 96
+    video_cams = tuple(dict.fromkeys(cams + tuple(video_cameras)))
     num_envs = min(workers, episodes)
-    seeds = [seed + i for i in range(episodes)]
-    results: list[EpisodeResult | None] = [None] * episodes
+    is_async = vectorization == "async" or (vectorization == "auto" and num_envs > 1)
     generator = None
     if generator_seed is not None:
         generator = torch.Generator(device=policy.device).manual_seed(generator_seed)
 
+    results: list[EpisodeResult | None] = [None] * episodes
+    env_sets: dict[tuple[str, ...], gym.vector.VectorEnv] = {}
+
+    def envs_for(cameras: tuple[str, ...]) -> gym.vector.VectorEnv:
+        if cameras not in env_sets:
+            envs = make_vector_env(task, num_envs, cameras, size, max_steps,
+                                   "async" if is_async else "sync")
+            env_sets[cameras] = envs
+            # IncompatiblePolicyError (a ValueError) names the mismatched dims.
+            check_compatible(policy, action_dim=int(envs.single_action_space.shape[0]),
+                             obs_shapes=observation_shapes(envs.single_observation_space))
+        return env_sets[cameras]
+
     was_training = policy.training
     policy.eval()
+    threads = torch.get_num_threads()
+    if is_async:
+        # Leave a core per env worker: torch's spinning intra-op threads competing
+        # with the workers made async evaluation ~10x slower on a 2-core machine.
+        torch.set_num_threads(max(1, min(threads, (os.cpu_count() or 1) - num_envs)))
     start = time.perf_counter()
-    envs = make_vector_env(task, num_envs, env_cams, size, max_steps, vectorization)
     try:
-        # IncompatiblePolicyError (a ValueError) names the mismatched dims.
-        check_compatible(policy, action_dim=int(envs.single_action_space.shape[0]),
-                         obs_shapes=observation_shapes(envs.single_observation_space))
-        from tqdm import tqdm
-
         bar = tqdm(total=episodes, desc=f"eval {task}", unit="ep", disable=not progress_bar)
         for wave in range(0, episodes, num_envs):
             idx = list(range(wave, min(wave + num_envs, episodes)))
-            # Spare envs in a short last wave run a seed past the range; ignored.
-            wave_seeds = [seeds[i] if i < episodes else seed + episodes + k
-                          for k, i in enumerate(range(wave, wave + num_envs))]
+            # Spare envs in a short last wave run seeds past the range; ignored.
+            wave_seeds = [seed + wave + k for k in range(num_envs)]
+            envs = envs_for(video_cams if wave < videos else cams)
             _run_wave(policy, envs, wave_seeds, idx, results, videos, video_cameras,
                       generator, out_dir, fps)
             bar.update(len(idx))
         bar.close()
     finally:
-        envs.close()
+        for envs in env_sets.values():
+            envs.close()
+        torch.set_num_threads(threads)
         policy.train(was_training)
-    info = {"workers": num_envs, "seed": seed, "max_steps": max_steps,
+    info = {"workers": num_envs, "vectorization": "async" if is_async else "sync",
+            "seed": seed, "max_steps": max_steps,
             "policy": getattr(policy, "name", type(policy).__name__),
-            "cameras": list(env_cams), "image_size": size}
+            "cameras": list(cams), "image_size": size}
     return EvalResult(task=task, episodes=[r for r in results if r is not None],
                       wall_time_s=time.perf_counter() - start, info=info)
 

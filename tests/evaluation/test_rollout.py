@@ -70,10 +70,21 @@ def test_evaluation_is_repeatable_for_the_same_seeds(result_with_videos):
         [e.progress for e in result.episodes], abs=1e-6)
 
 
+def test_sync_and_async_vector_envs_give_the_same_episodes(result_with_videos):
+    result, _ = result_with_videos
+    assert result.info["vectorization"] == "async"  # workers=2 with "auto"
+    sync = evaluate(tiny_state_policy(), "stack", episodes=3, workers=2, videos=0,
+                    max_steps=MAX_STEPS, vectorization="sync")
+    assert sync.info["vectorization"] == "sync"
+    assert [e.progress for e in sync.episodes] == pytest.approx(
+        [e.progress for e in result.episodes], abs=1e-6)
+
+
 def test_single_worker_uses_a_sync_vector_env_and_restores_train_mode():
     policy = tiny_state_policy().train()
     result = evaluate(policy, "unstack", episodes=1, workers=1, videos=0, max_steps=4)
     assert result.info["workers"] == 1 and result.episodes[0].length <= 4
+    assert result.info["vectorization"] == "sync"
     assert policy.training  # evaluate() puts the policy back the way it found it
 
 

@@ -3,6 +3,7 @@ calibration files. Everything goes vendor SDK -> pyserial -> pty -> emulator."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from robot_learn.hardware import MotorCalibration, calibration_path, save_calibration
@@ -37,6 +38,23 @@ def so101_leader_emulator():
 def koch_emulator():
     with ServoBusEmulator("dynamixel", _servos(koch_motors("follower")), tau_s=0.02) as emu:
         yield emu
+
+
+@pytest.fixture
+def koch_leader_emulator():
+    # A slow response (150 ms): the leader's held gripper is current-limited, a weak spring.
+    with ServoBusEmulator("dynamixel", _servos(koch_motors("leader")), tau_s=0.15) as emu:
+        yield emu
+
+
+@pytest.fixture
+def video(tmp_path):
+    """A 60-frame 64x48 mp4 whose brightness rises frame by frame (read through cv2)."""
+    imageio = pytest.importorskip("imageio")
+    path = tmp_path / "clip.mp4"
+    frames = [np.full((48, 64, 3), 4 * i, dtype=np.uint8) for i in range(60)]
+    imageio.mimwrite(path, frames, fps=30, macro_block_size=16)
+    return str(path)
 
 
 @pytest.fixture

@@ -74,7 +74,7 @@ def test_unknown_norm_mode_lists_the_valid_ones():
 
 
 def test_missing_calibration_file_names_the_file_and_the_command(so101_emulator, tmp_path):
-    arm = so101_follower(so101_emulator.port, robot_id="nope", calibration_dir=str(tmp_path))
+    arm = so101_follower(so101_emulator.port, robot_id="nope", calibration_dir=str(tmp_path), timeout_ms=50)
     with pytest.raises(CalibrationError, match=r"nope\.json not found; create it with `robot-learn hw calibrate "
                                                r"--robot so101_follower --port .* --id nope`"):
         arm.connect()
@@ -100,6 +100,6 @@ def test_calibration_without_an_entry_for_a_joint_is_rejected(tmp_path, calibrat
     data = json.loads(path.read_text())
     del data["gripper"]
     path.write_text(json.dumps(data))
-    arm = so101_follower(so101_emulator.port, calibration_dir=cal_dir)
+    arm = so101_follower(so101_emulator.port, calibration_dir=cal_dir, timeout_ms=50)
     with pytest.raises(CalibrationError, match="has no entry for gripper"):
         arm.connect()

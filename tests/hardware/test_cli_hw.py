@@ -1,6 +1,10 @@
 """`robot-learn hw` against emulated buses (through robot_learn.cli.hw.main)."""
 
+import json
+import time
+
 import numpy as np
+import pytest
 
 from robot_learn.cli.hw import main
 from robot_learn.data import EpisodeStore
@@ -33,8 +37,149 @@ def test_replay_sends_the_stored_actions(so101_emulator, calibrate_files, tmp_pa
                           "reward": np.zeros(t, np.float32), "progress": np.zeros(t, np.float32),
                           "phase": np.zeros(t, np.int64)},
                          {"task": "stack", "instruction": "", "success": False, "seed": 0, "source": "teleop"})
-    code = main(["--calibration-dir", cal_dir, "replay", "--port", so101_emulator.port,
+    code = main(["--timeout-ms", "50", "--calibration-dir", cal_dir, "replay", "--port", so101_emulator.port,
                  "--store", str(tmp_path / "s.zarr"), "--hz", "50"])
     assert code == 0 and "replayed 10 steps" in capsys.readouterr().out
     # gripper goal: 60 of 0..100 over 1024..3072 (step-limited from 50 by 10 per command -> reached)
     assert so101_emulator.servos[6].value("Goal_Position") == round(1024 + 0.6 * 2048)
+
+
+# -- find-port ------------------------------------------------------------------------
+
+def test_find_port_names_the_adapter_that_was_unplugged(tmp_path, capsys):
+    from robot_learn.hardware.emulator import ServoBusEmulator
+
+    # Two "adapters" (emulator ptys) behind udev-style by-id symlinks; unplugging one
+    # closes its pty, so its link dangles and drops out of the listing.
+    by_id = tmp_path / "by-id"
+    by_id.mkdir()
+    with ServoBusEmulator("feetech", [(1, "sts3215")]) as arm_a, ServoBusEmulator("feetech", [(1, "sts3215")]) as arm_b:
+        (by_id / "usb-arm-a").symlink_to(arm_a.port)
+        (by_id / "usb-arm-b").symlink_to(arm_b.port)
+        prompts = []
+
+        def operator(prompt: str) -> str:
+            prompts.append(prompt)
+            if len(prompts) == 1:
+                arm_b.stop()  # the operator pulls arm B's cable
+            return ""
+
+        code = main(["find-port", "--pattern", str(by_id / "*"), "--settle", "0"], input_fn=operator)
+    assert code == 0
+    assert capsys.readouterr().out.splitlines()[-1] == str(by_id / "usb-arm-b")
+    assert "Unplug" in prompts[0] and "usb-arm-b" in prompts[1]
+
+
+def test_find_port_without_an_unplug_says_no_port_disappeared(tmp_path, capsys):
+    from robot_learn.hardware.emulator import ServoBusEmulator
+
+    with ServoBusEmulator("feetech", [(1, "sts3215")]) as emu:
+        (tmp_path / "usb-arm").symlink_to(emu.port)
+        code = main(["find-port", "--pattern", str(tmp_path / "usb-*"), "--settle", "0"], input_fn=lambda _: "")
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "0 ports disappeared" in err and str(tmp_path / "usb-arm") in err
+
+
+# -- calibrate --------------------------------------------------------------------------
+
+def test_calibrate_is_scripted_through_the_prompts(so101_emulator, tmp_path, capsys):
+    servos = so101_emulator.servos
+
+    def operator(prompt: str) -> str:
+        if "middle" in prompt:
+            for s in servos.values():
+                s.move_by_hand(2048)
+        else:  # "move every joint through its full range", then Enter
+            for pos in (1100, 3000, 2048):
+                for s in servos.values():
+                    s.move_by_hand(pos)
+                time.sleep(0.05)
+        return ""
+
+    code = main(["--timeout-ms", "50", "--calibration-dir", str(tmp_path), "calibrate",
+                 "--port", so101_emulator.port, "--id", "lab1"],
+                input_fn=operator)
+    assert code == 0
+    path = tmp_path / "so101_follower" / "lab1.json"
+    assert f"saved {path} (6 joints)" in capsys.readouterr().out
+    cal = json.loads(path.read_text())
+    assert cal["wrist_roll"] == {"id": 5, "drive_mode": 0, "homing_offset": 0, "range_min": 1100, "range_max": 3000}
+    assert not any(s.torque_enabled for s in servos.values())
+
+
+def test_calibrate_with_a_joint_that_never_moves_fails_clearly(so101_emulator, tmp_path, capsys):
+    code = main(["--timeout-ms", "50", "--calibration-dir", str(tmp_path), "calibrate", "--port", so101_emulator.port],
+                input_fn=lambda _: "")
+    assert code == 2
+    assert "did not move during calibration" in capsys.readouterr().err
+    assert not (tmp_path / "so101_follower" / "default.json").exists()
+
+
+# -- teleop and record -----------------------------------------------------------------
+
+def _teleop_args(leader_emu, follower_emu, cal_dir, command="teleop"):
+    return ["--timeout-ms", "50", "--calibration-dir", cal_dir, command, "--leader-port", leader_emu.port,
+            "--follower-port", follower_emu.port, "--hz", "30", "--duration", "0.5"]
+
+
+def test_teleop_moves_the_follower_to_the_leader(so101_emulator, so101_leader_emulator, calibrate_files, capsys):
+    for s in so101_leader_emulator.servos.values():
+        s.move_by_hand(2560)
+    code = main(_teleop_args(so101_leader_emulator, so101_emulator,
+                             calibrate_files("so101_follower", "so101_leader")))
+    assert code == 0 and "episode 0:" in capsys.readouterr().out
+    present = [s.value("Present_Position") for s in so101_emulator.servos.values()]
+    assert all(abs(p - 2560) <= 10 for p in present), present  # reached through 10-unit steps
+    assert not any(s.torque_enabled for s in so101_emulator.servos.values())
+
+
+def test_record_appends_teleop_episodes_to_a_valid_store(so101_emulator, so101_leader_emulator, calibrate_files,
+                                                         tmp_path, capsys):
+    for s in so101_leader_emulator.servos.values():
+        s.move_by_hand(1536)  # -50 for the arm joints, 25 for the gripper
+    store_path = tmp_path / "rec.zarr"
+    args = _teleop_args(so101_leader_emulator, so101_emulator, calibrate_files("so101_follower", "so101_leader"),
+                        "record")
+    code = main(args + ["--store", str(store_path), "--task", "stack", "--instruction", "stack it",
+                        "--episodes", "2", "--operator", "ana"])
+    assert code == 0 and "recorded episode 1" in capsys.readouterr().out
+    store = EpisodeStore.open(store_path)
+    assert store.num_episodes == 2
+    for i in range(2):
+        ep = store.episode(i)
+        steps, meta = ep["steps"], ep["meta"]
+        t = len(steps["action"])
+        assert 5 <= t <= 16  # 0.5 s at 30 Hz
+        assert steps["state"].shape == (t, 6) and steps["intervention"].all()
+        np.testing.assert_allclose(steps["action"][:, 2], -50.0, atol=0.1)
+        assert meta["source"] == "teleop" and meta["task"] == "stack" and meta["operator"] == "ana"
+        assert meta["instruction"] == "stack it" and meta["seed"] == i
+    assert store.episode(0)["steps"]["state"][-1, 2] == pytest.approx(-50.0, abs=1.0)  # follower got there
+
+
+def test_teleop_with_a_koch_gripper_trigger_on_a_so101_leader_is_refused(so101_emulator, so101_leader_emulator,
+                                                                         calibrate_files, capsys):
+    args = _teleop_args(so101_leader_emulator, so101_emulator, calibrate_files("so101_follower", "so101_leader"))
+    assert main(args + ["--leader-gripper-trigger", "20"]) == 2
+    assert "--leader-gripper-trigger needs --leader-robot koch_leader, got 'so101_leader'" in capsys.readouterr().err
+
+
+def test_commands_on_an_uncalibrated_arm_name_the_missing_file(so101_emulator, tmp_path, capsys):
+    code = main(["--timeout-ms", "50", "--calibration-dir", str(tmp_path), "run-policy", "--port", so101_emulator.port,
+                 "--id", "arm9", "--policy", "builtins:dict", "--duration", "0.1"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "arm9.json not found; create it with `robot-learn hw calibrate --robot so101_follower" in err
+    assert not any(s.torque_enabled for s in so101_emulator.servos.values())
+
+
+def test_teleop_koch_with_the_leader_gripper_as_a_trigger(koch_emulator, koch_leader_emulator, calibrate_files,
+                                                           capsys):
+    args = _teleop_args(koch_leader_emulator, koch_emulator, calibrate_files("koch_follower", "koch_leader"))
+    args += ["--leader-robot", "koch_leader", "--follower-robot", "koch_follower", "--leader-gripper-trigger", "20"]
+    assert main(args) == 0, capsys.readouterr().err
+    # the leader's gripper sprang from the middle (2048) toward its rest position (20 of 0..100
+    # over 1024..3072 = 1434 ticks; a 150 ms spring), and the follower's gripper followed it
+    assert koch_emulator.servos[6].value("Goal_Position") == pytest.approx(1024 + 0.2 * 2048, abs=45)
+    assert not any(s.torque_enabled for s in koch_leader_emulator.servos.values())

@@ -71,10 +71,23 @@ def test_disconnect_raises_a_clear_error_and_the_arm_can_still_be_closed(so101_e
 
 
 def test_an_exception_inside_the_arm_context_turns_torque_off(so101_emulator, calibrate_files):
-    arm = so101_follower(so101_emulator.port, calibration_dir=calibrate_files("so101_follower"))
+    arm = so101_follower(so101_emulator.port, calibration_dir=calibrate_files("so101_follower"), timeout_ms=50)
     with pytest.raises(ZeroDivisionError):
         with arm:
             assert all(s.torque_enabled for s in so101_emulator.servos.values())
             1 / 0
     time.sleep(0.01)
     assert not any(s.torque_enabled for s in so101_emulator.servos.values())
+
+
+def test_an_arm_whose_motor_does_not_answer_refuses_to_connect_and_stays_limp(calibrate_files):
+    from robot_learn.hardware.emulator import ServoBusEmulator
+
+    # The gripper servo (id 6) is unplugged: only ids 1..5 are on the bus.
+    with ServoBusEmulator("feetech", [(i, "sts3215") for i in range(1, 6)]) as emu:
+        arm = so101_follower(emu.port, calibration_dir=calibrate_files("so101_follower"), timeout_ms=20, retries=0)
+        with pytest.raises(MotorNotRespondingError,
+                           match=r"no reply from 'gripper' \(id 6\); ids answering: \[1, 2, 3, 4, 5\]"):
+            arm.connect()
+        assert not arm.is_connected
+        assert not any(s.torque_enabled for s in emu.servos.values())

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from robot_learn.data import EpisodeStore
-from robot_learn.hardware import JOINT_NAMES, Robot, SafetyConfig, koch_follower, so101_follower, so101_leader
+from robot_learn.hardware import (
+    JOINT_NAMES, Robot, SafetyConfig, koch_follower, koch_leader, so101_follower, so101_leader,
+)
 from robot_learn.hardware.teleop import record_episode, run_teleop, teleop_step
 
 
@@ -75,3 +77,62 @@ def test_koch_follower_moves_to_commanded_joint_positions(koch_emulator, calibra
         assert obs["shoulder_pan"] == pytest.approx(40.0, abs=1.0)
         assert obs["gripper"] == pytest.approx(80.0, abs=1.0)
     assert not any(s.torque_enabled for s in koch_emulator.servos.values())
+
+
+def _koch_pair(leader_emu, follower_emu, cal_dir, **leader_kwargs):
+    leader = koch_leader(leader_emu.port, calibration_dir=cal_dir, timeout_ms=50, **leader_kwargs)
+    follower = koch_follower(follower_emu.port, calibration_dir=cal_dir, timeout_ms=50,
+                             safety=SafetyConfig(max_relative_step=100.0, watchdog_timeout_s=None))
+    return leader, follower
+
+
+def test_koch_follower_tracks_the_koch_leader(koch_emulator, koch_leader_emulator, calibrate_files):
+    leader, follower = _koch_pair(koch_leader_emulator, koch_emulator,
+                                  calibrate_files("koch_follower", "koch_leader"))
+    with leader, follower:
+        for target in (1300, 2800):
+            for s in koch_leader_emulator.servos.values():
+                s.move_by_hand(target)
+            for _ in range(15):
+                teleop_step(leader, follower)
+                time.sleep(0.01)
+            present = {sid: s.value("Present_Position") for sid, s in koch_emulator.servos.items()}
+            assert all(abs(p - target) <= 10 for p in present.values()), (target, present)
+        assert not any(s.torque_enabled for s in koch_leader_emulator.servos.values())  # limp leader
+    assert not any(s.torque_enabled for s in koch_emulator.servos.values())
+
+
+def test_koch_leader_gripper_trigger_springs_back_and_the_follower_gripper_follows(
+        koch_emulator, koch_leader_emulator, calibrate_files):
+    leader, follower = _koch_pair(koch_leader_emulator, koch_emulator,
+                                  calibrate_files("koch_follower", "koch_leader"), gripper_trigger=20.0)
+    grip = koch_leader_emulator.servos[6]
+    hold_ticks = round(1024 + 0.2 * 2048)
+    with leader, follower:
+        # only the trigger is torqued, in current-based position mode under a small current limit
+        assert grip.torque_enabled and grip.value("Operating_Mode") == 5 and grip.value("Goal_Current") == 40
+        assert grip.value("Goal_Position") == hold_ticks
+        assert not any(koch_leader_emulator.servos[i].torque_enabled for i in range(1, 6))
+        grip.move_by_hand(2800)  # the operator squeezes the trigger ...
+        assert leader.get_action()["gripper"] > 60.0
+        for _ in range(30):  # ... and lets go: it returns to its rest position
+            teleop_step(leader, follower)
+            time.sleep(0.03)
+        assert leader.get_action()["gripper"] == pytest.approx(20.0, abs=2.0)
+        assert koch_emulator.servos[6].value("Present_Position") == pytest.approx(hold_ticks, abs=45)
+    assert not grip.torque_enabled  # torque off on disconnect
+
+
+def test_hold_joints_are_rejected_on_servos_without_current_control_or_unknown_joints():
+    from robot_learn.hardware import ArmConfig, DynamixelBus, FeetechBus
+    from robot_learn.hardware.koch import koch_motors
+    from robot_learn.hardware.so101 import so101_motors
+
+    with pytest.raises(ValueError, match="hold joint 'gripper' needs current-based position control, which "
+                                         "model sts3215 lacks"):
+        ArmConfig("so101_leader", "/dev/null", so101_motors(), FeetechBus, "leader", hold_joints={"gripper": 20.0})
+    with pytest.raises(ValueError, match="unknown hold joint 'grip'; valid joints: shoulder_pan"):
+        ArmConfig("koch_leader", "/dev/null", koch_motors("leader"), DynamixelBus, "leader", hold_joints={"grip": 1.0})
+    with pytest.raises(ValueError, match="hold_joints is for leader arms"):
+        ArmConfig("koch_follower", "/dev/null", koch_motors("follower"), DynamixelBus, "follower",
+                  hold_joints={"gripper": 1.0})
