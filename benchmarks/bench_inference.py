@@ -36,22 +36,25 @@ def observation(config) -> dict:
     return obs
 
 
-def time_chunks(policy, obs, runs: int, warmup: int) -> tuple[np.ndarray, np.ndarray]:
-    """Wall-clock and process-CPU milliseconds per chunk.
+def time_samplers(policy, obs, runs: int, warmup: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Wall-clock and process-CPU milliseconds per chunk for every sampler.
 
-    CPU time (summed over torch's threads) is reported too because it is far less
-    sensitive to other processes competing for the cores than wall-clock time.
+    Samplers are interleaved run by run, so load from other processes hits them
+    alike and their ratios stay fair. CPU time (summed over torch's threads) is
+    reported too: it is less sensitive to competing processes than wall-clock time.
     """
     generator = torch.Generator().manual_seed(0)
-    for _ in range(warmup):
-        policy.predict_action_chunk(obs, generator=generator)
-    wall, cpu = [], []
-    for _ in range(runs):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        policy.predict_action_chunk(obs, generator=generator)
-        wall.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-    return np.asarray(wall) * 1000.0, np.asarray(cpu) * 1000.0
+    wall: dict[str, list[float]] = {label: [] for label, _, _ in SAMPLERS}
+    cpu: dict[str, list[float]] = {label: [] for label, _, _ in SAMPLERS}
+    for run in range(warmup + runs):
+        for label, kind, steps in SAMPLERS:
+            policy.set_inference_scheduler(kind, steps)  # untimed: building the diffusers scheduler
+            start, start_cpu = time.perf_counter(), time.process_time()
+            policy.predict_action_chunk(obs, generator=generator)
+            if run >= warmup:
+                wall[label].append((time.perf_counter() - start) * 1000.0)
+                cpu[label].append((time.process_time() - start_cpu) * 1000.0)
+    return {label: (np.asarray(wall[label]), np.asarray(cpu[label])) for label in wall}
 
 
 def main() -> None:
@@ -74,10 +77,7 @@ def main() -> None:
               f"down_dims={config.down_dims} vision_channels={config.vision_channels if config.camera_names else '-'} "
               f"To/Ta={config.obs_horizon}/{config.action_horizon} params={params:.2f}M")
         obs = observation(config)
-        results = {}
-        for label, kind, steps in SAMPLERS:
-            policy.set_inference_scheduler(kind, steps)
-            results[label] = time_chunks(policy, obs, args.runs, args.warmup)
+        results = time_samplers(policy, obs, args.runs, args.warmup)
         with torch.no_grad():
             encode = []
             for _ in range(args.runs):

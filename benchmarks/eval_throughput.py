@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
 import time
 
 import torch
@@ -27,7 +28,7 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--videos", type=int, default=0,
-                        help="> 0 renders front+wrist in every env (as evaluate does for videos)")
+                        help="record this many episodes to mp4 (renders front+wrist in their waves)")
     args = parser.parse_args()
 
     policy = make_policy("diffusion", diffusion_state_config())
@@ -35,7 +36,7 @@ def main() -> None:
         ("sync  x1, 1 thread ", 1, "sync", 1),
         ("sync  x2, 1 thread ", 2, "sync", 1),
         ("async x2, 1 thread ", 2, "async", 1),
-        ("async x2, 2 threads", 2, "async", 2),
+        ("async x2, 2 threads", 2, "async", 2),  # evaluate caps torch threads for async
     ]
     print(f"task={args.task} episodes={args.episodes} max_steps={args.max_steps} "
           f"repeats={args.repeats} videos={args.videos} policy=diffusion_state (untrained) "
@@ -45,10 +46,12 @@ def main() -> None:
         torch.set_num_threads(threads)
         times = []
         for _ in range(args.repeats):
-            t = time.perf_counter()
-            evaluate(policy, args.task, episodes=args.episodes, workers=workers, videos=args.videos,
-                     max_steps=args.max_steps, vectorization=mode)
-            times.append(time.perf_counter() - t)
+            with tempfile.TemporaryDirectory() as out_dir:
+                t = time.perf_counter()
+                evaluate(policy, args.task, episodes=args.episodes, workers=workers,
+                         videos=args.videos, out_dir=out_dir, max_steps=args.max_steps,
+                         vectorization=mode)
+                times.append(time.perf_counter() - t)
         medians[label] = statistics.median(times)
     base = medians[settings[0][0]]
     print(f"{'setting':<22}{'median s':>10}{'episodes/s':>12}{'speed-up':>10}")

@@ -24,7 +24,8 @@ def eval_app(cfg: DictConfig) -> int:
     out_dir = Path(cfg.out_dir or HydraConfig.get().runtime.output_dir)
     result = evaluate(policy, task, episodes=int(cfg.episodes), seed=int(cfg.seed),
                       workers=int(cfg.workers), videos=int(cfg.videos), out_dir=out_dir,
-                      max_steps=cfg.max_steps, progress_bar=True)
+                      max_steps=cfg.max_steps, vectorization=cfg.vectorization,
+                      progress_bar=True)
     paths = write_report(result, out_dir, title=f"Evaluation of {cfg.checkpoint} on {task}",
                          extra={"checkpoint": str(resolve_policy_dir(cfg.checkpoint)),
                                 "policy": {"type": policy.name},

@@ -121,7 +121,7 @@ def train_app(cfg: DictConfig) -> int:
     def periodic_eval(ema_policy: Any, step: int) -> dict[str, float]:
         result = evaluate(ema_policy, task, episodes=int(cfg.eval.periodic_episodes),
                           seed=int(cfg.eval.seed), workers=int(cfg.eval.workers), videos=0,
-                          max_steps=cfg.eval.max_steps)
+                          max_steps=cfg.eval.max_steps, vectorization=cfg.eval.vectorization)
         s = result.summary
         return {"success_rate": s.success_rate, "mean_progress": s.mean_progress}
 
@@ -136,7 +136,7 @@ def train_app(cfg: DictConfig) -> int:
     result = evaluate(trainer.ema_policy, task, episodes=int(cfg.eval.episodes),
                       seed=int(cfg.eval.seed), workers=int(cfg.eval.workers),
                       videos=int(cfg.eval.videos), out_dir=run_dir, max_steps=cfg.eval.max_steps,
-                      progress_bar=True)
+                      vectorization=cfg.eval.vectorization, progress_bar=True)
     paths = write_report(result, run_dir, title=f"robot-learn train: {task}, {policy_choice}", extra={
         "policy": {"type": policy_name, "preset": policy_choice, "parameters": n_params,
                    "dir": fit["final_policy_dir"]},
