@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
 
 import numpy as np
@@ -63,6 +64,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # lines appear as measured, even when piped
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
