@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import sys
+from typing import Any, Callable, Mapping, Sequence
 
 from robot_learn.cli.hydra_app import CLIError
 
@@ -38,11 +39,9 @@ def parse_path_and_options(argv: Sequence[str], defaults: Mapping[str, Any],
     return paths[0], options
 
 
-def run_simple(fn, argv: Sequence[str], defaults: Mapping[str, Any], usage: str,
+def run_simple(fn: Callable[..., int | None], argv: Sequence[str], defaults: Mapping[str, Any], usage: str,
                help_text: str, prog: str) -> int:
     """Parse ``argv`` and call ``fn(path, **options)``; errors exit 2 with one line."""
-    import sys
-
     try:
         parsed = parse_path_and_options(argv, defaults, usage)
         if parsed is None:

@@ -19,6 +19,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "collect": ("robot_learn.cli.collect", "record scripted expert demos into an episode store"),
     "inspect": ("robot_learn.cli.inspect_store", "print a summary of an episode store"),
     "render-episode": ("robot_learn.cli.render_episode", "write one stored episode to mp4"),
+    "hw": ("robot_learn.cli.hw", "real arms: find-port, scan, calibrate, teleop, record, "
+           "replay, run-policy"),
 }
 
 

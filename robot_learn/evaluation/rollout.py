@@ -76,9 +76,17 @@ def observation_shapes(space: gym.spaces.Dict) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _batch_obs(obs: dict[str, Any], num_envs: int) -> dict[str, Any]:
-    """Vector-env observations -> policy input (instructions as a list of str)."""
-    out = {k: v for k, v in obs.items() if k != "instruction"}
+def _policy_obs(obs: dict[str, Any], needed: dict[str, tuple[int, ...]],
+                num_envs: int) -> dict[str, Any]:
+    """The part of a vector-env observation the policy reads (``needed`` is its
+    ``obs_shapes``), plus the instructions as a list of str. Dropping the rest
+    keeps video-only camera frames out of the policy's observation history."""
+    out: dict[str, Any] = {}
+    for key in needed:
+        if key.startswith("images/"):
+            out.setdefault("images", {})[key.split("/", 1)[1]] = obs["images"][key.split("/", 1)[1]]
+        else:
+            out[key] = obs[key]
     if "instruction" in obs:
         instr = obs["instruction"]
         out["instruction"] = [instr] * num_envs if isinstance(instr, str) else [str(s) for s in instr]
@@ -191,9 +199,10 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
             first = _frame(obs, k, video_cameras)
             if first is not None:
                 frames[k] = [first]
+    needed = policy.obs_shapes
     with torch.inference_mode():
         while active.any():
-            action = policy.select_action(_batch_obs(obs, n), generator=generator)
+            action = policy.select_action(_policy_obs(obs, needed, n), generator=generator)
             action = action.detach().cpu().numpy().astype(np.float32)
             obs, _, terminated, truncated, info = envs.step(action)
             ended = np.asarray(terminated) | np.asarray(truncated)

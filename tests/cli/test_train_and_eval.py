@@ -27,7 +27,8 @@ def trained(tmp_path_factory):
     out = subprocess.run(
         [str(script), "train", "task=stack", "policy=diffusion_state", "train=fast",
          "data.episodes=2", "data.cameras=[]", "eval.episodes=2", "eval.workers=2",
-         "eval.videos=1", "eval.max_steps=6", "run_dir=run", *TINY_POLICY],
+         "eval.videos=1", "eval.max_steps=6", "run_dir=run", "train.eval_every=2",
+         "eval.periodic_episodes=1", *TINY_POLICY],
         cwd=tmp, capture_output=True, text=True, timeout=400,
         env={**os.environ, "MUJOCO_GL": "egl", "OMP_NUM_THREADS": "1"})
     return tmp, out
@@ -60,6 +61,14 @@ def test_train_writes_report_plot_video_and_policy(trained):
     assert f"report: {run / 'report.md'}" in out.stdout
 
 
+def test_train_evaluates_periodically_when_asked(trained):
+    tmp, out = trained
+    assert out.returncode == 0, out.stderr[-3000:]
+    header = (tmp / "run" / "metrics.csv").read_text().splitlines()[0]
+    assert "eval/success_rate" in header and "eval/mean_progress" in header
+    assert "eval/success_rate" in json.loads((tmp / "run" / "report.json").read_text())["train"]
+
+
 def test_train_reuses_the_demo_store_on_a_second_run(trained, run_cli):
     tmp, _ = trained
     out = run_cli("train", "train=fast", "data.episodes=2", "data.cameras=[]", "eval.episodes=1",
@@ -83,6 +92,29 @@ def test_train_rejects_a_bad_policy_setting_by_name(trained, run_cli):
     out = run_cli("train", "train=fast", "policy.denoiser=lstm", "run_dir=run4", cwd=tmp)
     assert out.returncode == 2
     assert "unknown denoiser 'lstm'; valid choices: unet, transformer" in out.stderr
+
+
+@pytest.mark.parametrize("command", ["train", "collect"])
+def test_a_task_name_overridden_to_an_unknown_one_lists_valid_tasks(run_cli, command):
+    out = run_cli(command, "task.name=stak")
+    assert out.returncode == 2
+    assert "unknown task 'stak'; valid tasks: stack, unstack, peg_insert" in out.stderr
+
+
+def test_train_image_policy_end_to_end(trained, run_cli):
+    """Images + instruction vocabulary: demos with cameras, a tiny vision encoder, eval."""
+    tmp, _ = trained
+    out = run_cli("train", "policy=diffusion_image", "train=fast", "data.episodes=2",
+                  "policy.image_size=32", "policy.crop_size=28", "policy.vision_channels=[8,8]",
+                  "policy.vision_feature_dim=16", "policy.text_dim=16", *TINY_POLICY,
+                  "eval.episodes=2", "eval.videos=1", "eval.max_steps=4", "run_dir=run_img",
+                  cwd=tmp, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert (tmp / "data" / "stack_demos_front_wrist_32.zarr").is_dir()
+    report = json.loads((tmp / "run_img" / "report.json").read_text())
+    assert report["tasks"]["stack"]["info"]["cameras"] == ["front", "wrist"]
+    assert report["tasks"]["stack"]["info"]["image_size"] == 32
+    assert len(imageio.mimread(tmp / "run_img" / "videos" / "episode_000.mp4")) == 5
 
 
 def test_eval_a_training_run_dir_writes_its_report(trained, run_cli):
