@@ -15,6 +15,7 @@ from .base_env import TabletopEnv  # noqa: E402
 from .experts import PickPlaceExpert  # noqa: E402
 from .registry import TASK_NAMES, TASK_SPECS, TaskSpec, make_env, make_expert, register_envs, task_spec  # noqa: E402
 from .reversal import RecordedEpisode, record_expert_episode, replay_reversed, reverse_episode  # noqa: E402
+from .sim_robot import SimRobot, SimRobotError, make_sim_robot  # noqa: E402
 from .task_base import PHASES  # noqa: E402
 
 register_envs()
@@ -25,10 +26,13 @@ __all__ = [
     "TASK_SPECS",
     "PickPlaceExpert",
     "RecordedEpisode",
+    "SimRobot",
+    "SimRobotError",
     "TabletopEnv",
     "TaskSpec",
     "make_env",
     "make_expert",
+    "make_sim_robot",
     "record_expert_episode",
     "replay_reversed",
     "reverse_episode",

@@ -122,15 +122,25 @@ class TabletopEnv(gym.Env):
 
     # ----- gymnasium API ---------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """New episode from ``seed``; ``options={"state": s}`` starts from a saved state."""
+        """New episode from ``seed``; ``options={"state": s}`` starts from a saved state.
+
+        ``options={"swap_roles": True}`` (forward variants) gives the scene this seed
+        would give, with the instruction naming the look-alike object instead (see
+        ``FamilyTask.swap_roles``); success follows the instruction given.
+        """
         super().reset(seed=seed)
         if options and "state" in options:
             return self.reset_to_state(options["state"]), self._info()
+        swap = bool(options and options.get("swap_roles", False))
+        if swap and not self.task.forward:
+            raise ValueError(f"swap_roles is only for forward tasks (stack, peg_insert, bin_place); {self.name!r} is a reverse task")
         rng = self.np_random
         self.params = self.task.sample_params(rng)
         names = rng.choice(len(COLOUR_NAMES), size=len(self.layout.roles), replace=False)
         self.colours = {r: COLOUR_NAMES[i] for r, i in zip(self.layout.roles, names)}
         self.template_index = int(rng.integers(len(self.task.templates)))
+        if swap:
+            self.params, self.colours = self.task.swap_roles(self.params, self.colours)
         self._apply_colours()
 
         mujoco.mj_resetData(self.model, self.data)

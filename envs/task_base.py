@@ -134,6 +134,24 @@ class FamilyTask:
             p[8] = rng.uniform(-math.pi, math.pi)
         return p
 
+    def swap_roles(self, params: np.ndarray, colours: dict[str, str]) -> tuple[np.ndarray, dict[str, str]]:
+        """The same scene with the object to move exchanged for its look-alike.
+
+        Stack: the two cubes trade roles (move <-> target); bin and peg: the object
+        to move trades places and colours with the distractor. Each object keeps
+        its pose and colour, so the images are identical and only the instruction
+        (and what success means) changes. Forward variants only: in a reverse
+        variant the object to move starts inside the target, so no look-alike
+        stands in the same situation.
+        """
+        if not self.forward:
+            raise ValueError("swap_roles needs a forward variant (the object to move must stand free)")
+        other, start = ("target", 3) if self.distractor_kind is None else ("distractor", 6)
+        swapped = params.copy()
+        swapped[0:3], swapped[start : start + 3] = params[start : start + 3], params[0:3]
+        colours = {**colours, "move": colours[other], other: colours["move"]}
+        return swapped, colours
+
     def start_pose_of_move(self, params: np.ndarray) -> np.ndarray:
         """Initial (x, y, z) of the object to move (reverse variants: in the target)."""
         if self.forward:

@@ -107,3 +107,20 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
     finally:
         env.close()
     return CollectSummary(path=path, attempted=episodes, successes=successes, stored=stored)
+
+
+def collect_multitask_demos(tasks: Sequence[str], episodes_per_task: int, path: str | Path,
+                            **kwargs: Any) -> dict[str, CollectSummary]:
+    """Record ``episodes_per_task`` expert episodes of each task into one store at ``path``.
+
+    Each task's episodes carry ``meta["task"]``, so ``store.view(task=...)`` still
+    separates them; ``kwargs`` go to :func:`collect_demos` (cameras, noise, seed, ...).
+    Used to train one multi-task policy (e.g. the discrete-diffusion VLA) on every
+    family and variant: ``collect_multitask_demos(TASK_NAMES, 50, "data/all.zarr")``.
+    """
+    from robot_learn.envs import TASK_NAMES
+
+    unknown = [t for t in tasks if t not in TASK_NAMES]
+    if unknown or not tasks:
+        raise ValueError(f"unknown tasks {unknown or list(tasks)}; valid tasks: {', '.join(TASK_NAMES)}")
+    return {task: collect_demos(task, episodes_per_task, path, **kwargs) for task in tasks}

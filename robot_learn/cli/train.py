@@ -90,7 +90,7 @@ def train_app(cfg: DictConfig) -> int:
     from robot_learn.data import WindowSampler
     from robot_learn.evaluation import evaluate, write_report
     from robot_learn.policies import make_policy
-    from robot_learn.training import Trainer
+    from robot_learn.training import Trainer, rank_seed
 
     t0 = time.perf_counter()
     task = check_task(cfg.task.name)
@@ -113,7 +113,7 @@ def train_app(cfg: DictConfig) -> int:
         torch.set_num_threads(train_cfg.num_threads)
     sampler = WindowSampler(demos, obs_keys=tuple(policy.obs_shapes), obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=train_cfg.batch_size,
-                            seed=int(cfg.data.sampler_seed))
+                            seed=rank_seed(int(cfg.data.sampler_seed)))
     n_params = sum(p.numel() for p in policy.parameters())
     print(f"[2/4] {policy_choice}: {n_params / 1e6:.2f} M parameters, "
           f"{demos.num_episodes} demos, obs {list(policy.obs_shapes)}")

@@ -14,6 +14,7 @@ from robot_learn.policies.checkpoint import (
     read_policy_type,
 )
 from robot_learn.policies.diffusion import DiffusionConfig, DiffusionPolicy, diffusion_image_config, diffusion_state_config
+from robot_learn.policies.discrete_diffusion import DiscreteDiffusionConfig, DiscreteDiffusionPolicy
 from robot_learn.policies.normalizer import MinMaxNormalizer
 from robot_learn.policies.registry import get_policy_class, make_policy, policy_names, register_policy
 from robot_learn.policies.text_encoder import PretrainedTextEncoder, TextEncoder, VocabTextEncoder, build_vocab
@@ -25,6 +26,8 @@ __all__ = [
     "POLICY_NAMES",
     "DiffusionConfig",
     "DiffusionPolicy",
+    "DiscreteDiffusionConfig",
+    "DiscreteDiffusionPolicy",
     "IncompatiblePolicyError",
     "MinMaxNormalizer",
     "Policy",

@@ -1,0 +1,211 @@
+"""Discrete-diffusion VLA: decoding cost, multi-task training, and the language test.
+
+Subcommands (all print their configuration first):
+
+  decode    NFEs and p50 latency per chunk at batch 1 for each decoding mode of the
+            discrete-diffusion policy, beside the continuous DiffusionPolicy with DDIM-10
+            (same cameras, image size and instruction). Untrained weights unless
+            --policy-dir is given (cost does not depend on the weights).
+  train     Build (if missing) one demo store with every task of the suite and train
+            the policy on all of it with the Trainer; saves <out>/final_policy.
+  language  Same initial scenes (forward tasks, held-out seeds) under the original
+            instruction, the swapped instruction (reset option swap_roles: the other
+            object is named) and a blank instruction; success is judged against the
+            instruction given. Also runs each decoding mode given with --modes.
+
+  python benchmarks/bench_discrete_diffusion.py decode
+  python benchmarks/bench_discrete_diffusion.py train --steps 6000 --out outputs/dd_multitask
+  python benchmarks/bench_discrete_diffusion.py language --policy-dir outputs/dd_multitask/final_policy
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from robot_learn.policies import make_policy
+from robot_learn.policies.diffusion import diffusion_image_config
+from robot_learn.policies.discrete_diffusion import DECODINGS, discrete_diffusion_image_config
+
+INSTRUCTION = "put the red cube on the blue cube"
+FORWARD_TASKS = ("stack", "peg_insert", "bin_place")
+
+
+def _fake_stats() -> dict:
+    def entry(d: int) -> dict:
+        return {k: np.full(d, v, np.float32) for k, v in (("min", -1), ("max", 1), ("q01", -1), ("q99", 1),
+                                                           ("mean", 0), ("std", 1))}
+    return {"state": entry(10), "action": entry(5)}
+
+
+def _obs(image_size: int, obs_horizon: int) -> dict:
+    rng = np.random.default_rng(0)
+    return {"state": torch.from_numpy(rng.normal(size=(1, obs_horizon, 10)).astype(np.float32)),
+            "images": {c: torch.from_numpy(rng.integers(0, 255, (1, obs_horizon, image_size, image_size, 3), dtype=np.uint8))
+                       for c in ("front", "wrist")},
+            "instruction": [INSTRUCTION]}
+
+
+def _time_chunks(policy, obs, repeats: int) -> list[float]:
+    generator = torch.Generator().manual_seed(0)
+    policy.predict_action_chunk(obs, generator=generator)  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        policy.predict_action_chunk(obs, generator=generator)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def bench_decode(args: argparse.Namespace) -> None:
+    torch.set_num_threads(args.threads)
+    if args.policy_dir:
+        from robot_learn.policies import load_policy
+
+        dd = load_policy(args.policy_dir, expected_type="discrete_diffusion")
+    else:
+        torch.manual_seed(0)
+        dd = make_policy("discrete_diffusion", discrete_diffusion_image_config(), _fake_stats(), instructions=[INSTRUCTION])
+    dd.eval()
+    torch.manual_seed(0)
+    ddim = make_policy("diffusion", diffusion_image_config(), _fake_stats(), instructions=[INSTRUCTION]).eval()
+    c = dd.config
+    print(f"config: batch 1, torch threads {args.threads}, {args.repeats} chunks per row (p50 reported)")
+    print(f"  discrete_diffusion: {sum(p.numel() for p in dd.parameters()) / 1e6:.2f} M params, backbone {c.backbone} "
+          f"{c.num_layers}x{c.hidden_dim}, attention {c.attention}, cameras {c.camera_names} {c.image_size}px, "
+          f"chunk {c.action_horizon}x{c.action_dim} = {c.num_action_tokens} tokens, {c.num_bins} bins, K={c.decoding_rounds}")
+    print(f"  diffusion (DDIM-10): {sum(p.numel() for p in ddim.parameters()) / 1e6:.2f} M params, U-Net "
+          f"{ddim.config.down_dims}, obs_horizon {ddim.obs_horizon}, chunk {ddim.action_horizon}x{ddim.action_dim}")
+    rows = []
+    base = _time_chunks(ddim, _obs(ddim.config.image_size, ddim.obs_horizon), args.repeats)
+    base_p50 = statistics.median(base)
+    rows.append(("diffusion DDIM-10", ddim.num_inference_steps, base_p50, ddim.action_horizon))
+    obs = _obs(c.image_size, dd.obs_horizon)
+    for mode in args.modes:
+        dd.set_decoding(mode)
+        times = _time_chunks(dd, obs, args.repeats)
+        rows.append((f"discrete {mode}", dd.last_nfe, statistics.median(times), dd.action_horizon))
+    if not args.policy_dir:
+        # Same model without the prefix cache: every round re-runs image, word and state tokens.
+        torch.manual_seed(0)
+        full = make_policy("discrete_diffusion", discrete_diffusion_image_config(attention="full"), _fake_stats(),
+                           instructions=[INSTRUCTION]).eval()
+        times = _time_chunks(full, obs, args.repeats)
+        rows.append(("discrete maskgit, full attn", full.last_nfe, statistics.median(times), full.action_horizon))
+    print(f"\n{'method':<28}{'NFE/chunk':>10}{'p50 ms/chunk':>14}{'ms/action':>11}{'vs DDIM-10':>12}")
+    for name, nfe, p50, horizon in rows:
+        print(f"{name:<28}{nfe:>10}{1e3 * p50:>14.2f}{1e3 * p50 / horizon:>11.2f}{base_p50 / p50:>11.2f}x")
+    print("(vs DDIM-10 = DDIM-10 p50 / this p50; > 1 is faster. ms/action divides by the chunk length: "
+          "DDIM chunks hold 16 actions, discrete chunks 8.)")
+
+
+def train_multitask(args: argparse.Namespace) -> None:
+    from robot_learn.cli.demos import collect_multitask_demos
+    from robot_learn.data import EpisodeStore, WindowSampler
+    from robot_learn.envs import TASK_NAMES
+    from robot_learn.training import TrainConfig, Trainer
+
+    torch.set_num_threads(args.threads)
+    config = discrete_diffusion_image_config(hidden_dim=args.hidden_dim, num_layers=args.layers)
+    store_path = Path(args.store)
+    if not store_path.exists():
+        print(f"collecting {args.episodes} expert episodes of each of {', '.join(TASK_NAMES)} into {store_path}")
+        collect_multitask_demos(TASK_NAMES, args.episodes, store_path, cameras=config.camera_names,
+                                image_size=config.image_size, noise=args.noise)
+    store = EpisodeStore.open(store_path, mode="r")
+    demos = store.view(success=True)
+    stats = store.stats(["state", "action"])
+    instructions = sorted({str(s) for s in store.meta["instruction"]})
+    policy = make_policy("discrete_diffusion", config, stats, instructions=instructions)
+    sampler = WindowSampler(demos, obs_keys=tuple(policy.obs_shapes), obs_horizon=policy.obs_horizon,
+                            action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=0)
+    tasks = sorted(set(str(t) for t in store.meta["task"]))
+    print(f"config: {demos.num_episodes} demos of {tasks}, {len(instructions)} instructions, "
+          f"{sum(p.numel() for p in policy.parameters()) / 1e6:.2f} M params, {args.steps} steps x batch {args.batch_size}, "
+          f"lr {args.lr}, threads {args.threads}")
+    cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=200, ckpt_every=1000,
+                      log_every=50, out_dir=args.out, num_threads=args.threads, weight_decay=1e-4)
+    fit = Trainer(policy, sampler, cfg).fit()
+    print(f"trained: loss {fit['loss']:.4f}, {fit['time']:.0f} s; policy in {fit['final_policy_dir']} "
+          f"(metrics log has clipped_fraction and masked_accuracy per log interval)")
+
+
+def language_test(args: argparse.Namespace) -> None:
+    from robot_learn.envs import make_env
+    from robot_learn.policies import load_policy
+
+    torch.set_num_threads(args.threads)
+    policy = load_policy(args.policy_dir, expected_type="discrete_diffusion")
+    c = policy.config
+    print(f"config: policy {args.policy_dir}, tasks {list(args.tasks)}, {args.episodes} held-out seeds each "
+          f"(from {args.seed}), decoding modes {list(args.modes)}, K={c.decoding_rounds}")
+    print(f"\n{'task':<12}{'decoding':<16}{'original':>10}{'swapped':>10}{'blank/orig':>12}{'blank/swap':>12}")
+    for task in args.tasks:
+        env = make_env(task, cameras=tuple(c.camera_names), image_size=c.image_size)
+        try:
+            for mode in args.modes:
+                policy.set_decoding(mode)
+                rates = {}
+                for label, swap, blank in (("original", False, False), ("swapped", True, False),
+                                           ("blank/orig", False, True), ("blank/swap", True, True)):
+                    wins = sum(_episode(env, policy, args.seed + i, swap, blank) for i in range(args.episodes))
+                    rates[label] = wins / args.episodes
+                print(f"{task:<12}{mode:<16}" + "".join(f"{rates[k]:>10.0%}" if i < 2 else f"{rates[k]:>12.0%}"
+                                                        for i, k in enumerate(rates)))
+        finally:
+            env.close()
+    print("(success is judged against the instruction the env was reset with; a blank instruction cannot tell "
+          "original from swapped, so blank/orig + blank/swap <= 100% for an instruction-following policy)")
+
+
+def _episode(env, policy, seed: int, swap: bool, blank: bool) -> bool:
+    obs, info = env.reset(seed=seed, options={"swap_roles": True} if swap else None)
+    policy.reset()
+    generator = torch.Generator().manual_seed(seed)
+    while True:
+        if blank:
+            obs = {**obs, "instruction": ""}
+        batched = {"state": obs["state"][None], "images": {k: v[None] for k, v in obs["images"].items()},
+                   "instruction": [obs["instruction"]]}
+        action = policy.select_action(batched, generator=generator)[0].numpy().astype(np.float32)
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            return bool(info["success"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    decode = sub.add_parser("decode")
+    decode.add_argument("--policy-dir", default="")
+    decode.add_argument("--repeats", type=int, default=30)
+    decode.add_argument("--modes", nargs="+", default=list(DECODINGS), choices=DECODINGS)
+    train = sub.add_parser("train")
+    train.add_argument("--store", default="data/all_tasks_demos_front_wrist_96.zarr")
+    train.add_argument("--episodes", type=int, default=30, help="expert episodes per task")
+    train.add_argument("--noise", type=float, default=0.0)
+    train.add_argument("--steps", type=int, default=6000)
+    train.add_argument("--batch-size", type=int, default=32)
+    train.add_argument("--lr", type=float, default=3e-4)
+    train.add_argument("--hidden-dim", type=int, default=128)
+    train.add_argument("--layers", type=int, default=4)
+    train.add_argument("--out", default="outputs/dd_multitask")
+    language = sub.add_parser("language")
+    language.add_argument("--policy-dir", required=True)
+    language.add_argument("--tasks", nargs="+", default=list(FORWARD_TASKS), choices=FORWARD_TASKS)
+    language.add_argument("--episodes", type=int, default=20)
+    language.add_argument("--seed", type=int, default=1_000_000)
+    language.add_argument("--modes", nargs="+", default=["maskgit"], choices=DECODINGS)
+    for p in (decode, train, language):
+        p.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    {"decode": bench_decode, "train": train_multitask, "language": language_test}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""``robot-learn hitl robot=sim_so101 policy_dir=... operator=keyboard|simulated``: one HITL session.
+
+The policy drives the robot; the operator takes over and hands back; every step is
+recorded to ``store`` with who was in control. Rerunning with the same store and
+round resumes after the last committed episode.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from omegaconf import DictConfig
+
+from robot_learn.cli.hydra_app import run_hydra_app
+from robot_learn.cli.train import instantiate_node
+
+
+def hitl_app(cfg: DictConfig) -> int:
+    """See the module docstring."""
+    import torch
+
+    from robot_learn.cli.tasks import check_task
+    from robot_learn.loops import HITLSession, PolicyActor
+    from robot_learn.loops.aggregation import open_or_create
+    from robot_learn.loops.recap import ADVANTAGE_KEY
+    from robot_learn.policies import load_policy
+
+    torch.set_num_threads(1)
+    task = check_task(cfg.task.name)
+    policy = load_policy(cfg.policy_dir)
+    condition = {ADVANTAGE_KEY: [1.0]} if ADVANTAGE_KEY in policy.obs_shapes else None
+    robot = instantiate_node(cfg.robot, "robot")
+    operator = instantiate_node(cfg.operator, "operator")
+    store = open_or_create(cfg.store)
+    robot.connect()
+    try:
+        session = HITLSession(robot, PolicyActor(policy, seed=int(cfg.seed), condition=condition), operator, store,
+                              task, rate_hz=float(cfg.rate_hz), max_steps=int(cfg.task.max_steps),
+                              round_index=int(cfg.round), policy_id=str(cfg.policy_dir), realtime=bool(cfg.realtime),
+                              log_path=Path(cfg.store).with_suffix(".sessions.jsonl"))
+        for ep in session.run(int(cfg.episodes), seed=int(cfg.seed)):
+            print(f"episode {ep.index} (seed {ep.seed}): {ep.steps} steps, success {ep.success}, "
+                  f"{ep.source}, human {ep.human_s:.1f} s, takeovers {ep.takeovers}")
+            if ep.paused:
+                print(f"session PAUSED: {ep.reason}. The episode so far is kept (episode {ep.index}, operator marked "
+                      f"'disconnected'); reconnect the device and rerun to continue.")
+                return 3
+    finally:
+        robot.disconnect()
+    print(f"store: {cfg.store} ({store.num_episodes} episodes)")
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point for ``robot-learn hitl``."""
+    return run_hydra_app(hitl_app, "hitl", argv, "robot-learn hitl")

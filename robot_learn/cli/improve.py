@@ -1,0 +1,115 @@
+"""``robot-learn improve loop=hitl rounds=N``: improvement rounds (Hydra app, config improve.yaml).
+
+1. demos (collected if missing) and a base policy (``base_policy`` or a short, weak training run);
+2. round 0: evaluate the base policy;
+3. rounds 1..N with :func:`robot_learn.loops.hitl.run_hitl_round`, resumable;
+4. rounds.json / rounds.md / success plots in the run dir.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Sequence
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from robot_learn.cli.hydra_app import CLIError, run_hydra_app
+from robot_learn.cli.train import check_store_fits_policy, ensure_demos, instantiate_node, policy_name_for_config
+
+
+def train_base_policy(cfg: DictConfig, demos: Any, run_dir: Path, train_cfg: Any) -> Path:
+    """Train the base policy on the demos (``base_train_steps``) unless ``base_policy`` is set."""
+    from robot_learn.data import WindowSampler
+    from robot_learn.policies import make_policy
+    from robot_learn.training import Trainer
+
+    if cfg.base_policy:
+        return Path(cfg.base_policy)
+    policy_config = instantiate_node(cfg.policy, "policy")
+    check_store_fits_policy(demos, policy_config, cfg.data.path)
+    stats = demos.store.stats([*policy_config.state_dims, "action"])
+    instructions = sorted({str(s) for s in demos.store.meta["instruction"]})
+    policy = make_policy(policy_name_for_config(policy_config), policy_config, stats, instructions=instructions)
+    sampler = WindowSampler(demos, obs_keys=tuple(policy.obs_shapes), obs_horizon=policy.obs_horizon,
+                            action_horizon=policy.action_horizon, batch_size=train_cfg.batch_size,
+                            seed=int(cfg.data.sampler_seed))
+    base_cfg = dataclasses.replace(train_cfg, out_dir=str(run_dir / "base"), steps=int(cfg.base_train_steps))
+    print(f"training the base policy for {base_cfg.steps} steps on {demos.num_episodes} demos")
+    return Path(Trainer(policy, sampler, base_cfg).fit()["final_policy_dir"])
+
+
+def improve_app(cfg: DictConfig) -> int:
+    """See the module docstring."""
+    import json
+
+    import torch
+
+    from robot_learn.cli.tasks import check_task
+    from robot_learn.evaluation import evaluate
+    from robot_learn.loops.hitl import LoopContext, run_hitl_round
+    from robot_learn.loops.rounds import run_rounds
+    from robot_learn.policies import load_policy
+
+    task = check_task(cfg.task.name)
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    loop_choice = HydraConfig.get().runtime.choices.get("loop", "?")
+    if loop_choice != "hitl":
+        raise CLIError(f"unknown loop '{loop_choice}'; valid loops: hitl")
+    loop_cfg = instantiate_node(cfg.loop, "loop")
+    train_cfg = instantiate_node(cfg.train, "train", out_dir=str(run_dir))
+    if train_cfg.num_threads:
+        torch.set_num_threads(train_cfg.num_threads)
+    print(f"run dir: {run_dir}\nloop: hitl/{loop_cfg.method}, {cfg.rounds} rounds of {loop_cfg.episodes} episodes")
+
+    demos = ensure_demos(cfg, task)
+    base_dir = train_base_policy(cfg, demos, run_dir, train_cfg)
+    base_numbers = None
+    base_report = run_dir / "round_00" / "report.json"
+    if cfg.base_eval:
+        if base_report.exists():
+            base_numbers = json.loads(base_report.read_text())
+        else:
+            s = evaluate(load_policy(base_dir), task, episodes=loop_cfg.eval_episodes, seed=loop_cfg.eval_seed,
+                         workers=loop_cfg.eval_workers, videos=0, max_steps=cfg.task.max_steps,
+                         vectorization="sync").summary
+            base_numbers = {"round": 0, "success_rate": s.success_rate, "ci_low": s.ci_low, "ci_high": s.ci_high,
+                            "eval_episodes": s.episodes, "eval_successes": s.successes, "human_seconds": 0.0,
+                            "policy_dir": str(base_dir)}
+            from robot_learn.loops.rounds import write_round_report
+
+            write_round_report(base_report, base_numbers)
+        print(f"round 0 (base): success {base_numbers['success_rate']:.1%}")
+
+    def make_robot() -> Any:
+        robot = instantiate_node(cfg.robot, "robot")
+        robot.connect()
+        return robot
+
+    operator = instantiate_node(cfg.operator, "operator")
+
+    def make_operator(r: int) -> Any:
+        if hasattr(operator, "new_round"):
+            operator.new_round()
+        return operator
+
+    ctx = LoopContext(run_dir=run_dir, task=task, demos=demos, make_robot=make_robot, make_operator=make_operator,
+                      train_config=train_cfg, rate_hz=float(cfg.rate_hz), max_steps=int(cfg.task.max_steps))
+
+    def one_round(r: int, policy_dir: Path):
+        print(f"round {r}: collect {loop_cfg.episodes} -> curate ({loop_cfg.method}) -> "
+              f"{loop_cfg.train_mode} {loop_cfg.train_steps} steps -> evaluate {loop_cfg.eval_episodes}")
+        new_dir, numbers = run_hitl_round(ctx, loop_cfg, r, policy_dir)
+        print(f"round {r}: success {numbers['success_rate']:.1%} [{numbers['ci_low']:.1%}, {numbers['ci_high']:.1%}], "
+              f"human {numbers['human_seconds']:.1f} s, interventions/ep {numbers['interventions_per_episode']:.2f}")
+        return new_dir, numbers
+
+    run_rounds(run_dir, int(cfg.rounds), base_dir, base_numbers, one_round)
+    print(f"report: {run_dir / 'rounds.md'}")
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point for ``robot-learn improve``."""
+    return run_hydra_app(improve_app, "improve", argv, "robot-learn improve")

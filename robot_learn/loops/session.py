@@ -1,0 +1,232 @@
+"""A HITL session: one control loop driving a Robot, arbitrating policy vs operator, recording.
+
+Each control step, in order:
+1. observe the robot;
+2. the policy proposes an action (a non-finite proposal is caught here and never sent);
+3. the operator sees the observation and the proposal and may ask to take over or hand back;
+4. the :class:`~robot_learn.loops.control.ControlArbiter` decides the mode;
+5. the action of whoever is in control is sent; the step is recorded with both the
+   executed and the proposed action, who was in control and when.
+
+Episodes are committed to the EpisodeStore one at a time (atomic appends), tagged
+``source="intervention"`` when a human acted in them and ``"rollout"`` otherwise,
+with the round number and operator id. A session killed halfway loses only the
+episode in flight; :meth:`HITLSession.run` resumes after the last committed one.
+Per-step wall-clock timestamps and modes go to a JSON-lines log next to the store
+(the store has no per-step timestamp key).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from robot_learn.loops.control import ControlArbiter, Mode, Request
+from robot_learn.loops.operators.base import Operator, OperatorDisconnected, pose_of
+from robot_learn.loops.policy_actor import PolicyActor
+
+DISCONNECT_MARK = " [paused: device disconnected]"
+
+
+@dataclass
+class EpisodeSummary:
+    """What one session episode did (also a line of the session log)."""
+
+    index: int                 # episode index in the store (-1: nothing recorded)
+    seed: int
+    steps: int
+    success: bool
+    source: str
+    human_steps: int
+    human_s: float
+    takeovers: int
+    policy_faults: int
+    paused: bool
+    wall_s: float
+    reason: str = ""
+    timestamps: list[float] = field(default_factory=list, repr=False)
+    modes: list[str] = field(default_factory=list, repr=False)
+
+
+class HITLSession:
+    """Runs episodes of ``robot`` under ``policy`` and ``operator``, recording to ``store``.
+
+    ``robot`` must offer ``reset(seed)`` between episodes (the MuJoCo twin does; for a
+    real arm pass ``reset_fn`` that waits for the scene to be reset). ``policy`` is a
+    :class:`PolicyActor` (or None: the robot holds still unless the operator acts).
+    ``realtime`` paces the loop at ``rate_hz`` with the hardware RateLoop; the twin runs
+    as fast as it can, and time is counted in control periods either way.
+    """
+
+    def __init__(self, robot: Any, policy: PolicyActor | None, operator: Operator | None, store: Any,
+                 task: str, *, rate_hz: float = 10.0, max_steps: int = 100, round_index: int = 0,
+                 policy_id: str = "", realtime: bool = False, max_policy_faults: int = 3,
+                 reset_fn: Callable[[Any, int], None] | None = None,
+                 log_path: str | Path | None = None) -> None:
+        if rate_hz <= 0:
+            raise ValueError(f"rate_hz must be > 0, got {rate_hz}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        self.robot, self.policy, self.operator, self.store = robot, policy, operator, store
+        self.task, self.rate_hz, self.max_steps = task, float(rate_hz), int(max_steps)
+        self.round, self.policy_id, self.realtime = int(round_index), policy_id, realtime
+        self.max_policy_faults = int(max_policy_faults)
+        self.reset_fn = reset_fn or (lambda robot, seed: robot.reset(seed))
+        self.log_path = Path(log_path) if log_path else None
+        self.arbiter = ControlArbiter()
+        self.paused = False
+
+    # ----- many episodes -----------------------------------------------------------
+    def committed(self) -> int:
+        """Episodes of this round already in the store (a resumed session skips them)."""
+        if self.store.num_episodes == 0:
+            return 0
+        return self.store.view(round=self.round, source=["rollout", "intervention"],
+                               task=self.task).num_episodes
+
+    def run(self, episodes: int, seed: int = 0) -> list[EpisodeSummary]:
+        """Run until the round holds ``episodes`` episodes (seeds ``seed + i``); stops early,
+        with ``self.paused`` set, when the operator's device disconnects."""
+        done = []
+        for i in range(self.committed(), episodes):
+            summary = self.run_episode(seed + i)
+            done.append(summary)
+            if summary.paused:
+                break
+        return done
+
+    # ----- one episode ---------------------------------------------------------------
+    def run_episode(self, seed: int) -> EpisodeSummary:
+        """Reset the scene, run one episode and commit it; see the module docstring."""
+        t_start = time.perf_counter()
+        self.arbiter.force(Mode.RESET)
+        self.reset_fn(self.robot, seed)
+        self.arbiter.submit(Request.RESET_DONE)
+        if self.policy is not None:
+            self.policy.reset()
+        if self.operator is not None:
+            self.operator.start_episode(self.robot)
+        rows: dict[str, list] = {}
+        ep = EpisodeSummary(-1, int(seed), 0, False, "rollout", 0, 0.0, 0, 0, False, 0.0)
+        last_action: np.ndarray | None = None
+        faults_in_row = 0
+        previous_mode = Mode.AUTONOMOUS
+        instruction = ""
+
+        def step(_: int) -> bool:
+            nonlocal last_action, faults_in_row, previous_mode, instruction
+            obs = self.robot.get_observation()
+            instruction = str(obs.get("instruction", ""))
+            hold = last_action if last_action is not None else _hold_action(obs)
+            proposed = self.policy.act(obs) if self.policy is not None else None
+            if proposed is not None and not np.all(np.isfinite(proposed)):
+                # Caught before execution: hold still; repeated faults pause the session.
+                ep.policy_faults += 1
+                faults_in_row += 1
+                proposed = None
+                if faults_in_row >= self.max_policy_faults:
+                    self.arbiter.submit(Request.PAUSE)
+                    ep.reason = f"policy produced non-finite actions {faults_in_row} steps in a row"
+            elif proposed is not None:
+                faults_in_row = 0
+            if self.operator is not None:
+                try:
+                    for request in self.operator.poll(obs, proposed, self.arbiter.mode):
+                        self.arbiter.submit(request)
+                except OperatorDisconnected as err:
+                    self.arbiter.submit(Request.PAUSE)
+                    ep.reason = str(err)
+            mode = self.arbiter.step()
+            if mode is Mode.HUMAN:
+                try:
+                    action = np.asarray(self.operator.act(obs), dtype=np.float32)
+                except OperatorDisconnected as err:
+                    self.arbiter.submit(Request.PAUSE)
+                    mode = self.arbiter.step()
+                    ep.reason = str(err)
+            if mode is Mode.PAUSED:
+                ep.paused = True
+                return False  # nothing is sent: the arm holds its last command
+            if mode is Mode.RESET:
+                return False  # the operator asked for a reset: the episode ends here
+            if mode is Mode.AUTONOMOUS:
+                action = proposed if proposed is not None else hold
+                if previous_mode is Mode.HUMAN and self.policy is not None:
+                    self.policy.reset()  # its queued chunk was planned before the takeover
+            if mode is Mode.HUMAN and previous_mode is not Mode.HUMAN:
+                ep.takeovers += 1
+            previous_mode = mode
+            self.robot.send_action(action)
+            last_action = action
+            _record(rows, obs, action, proposed if proposed is not None else hold, mode is Mode.HUMAN,
+                    float(getattr(self.robot, "last_reward", 0.0)))
+            ep.timestamps.append(time.time())
+            ep.modes.append(mode.value)
+            return not getattr(self.robot, "done", False)
+
+        if self.realtime:
+            from robot_learn.hardware.control_loop import RateLoop
+
+            RateLoop(self.rate_hz).run(step, iterations=self.max_steps)
+        else:
+            for i in range(self.max_steps):
+                if not step(i):
+                    break
+        if self.operator is not None:
+            self.operator.end_episode()
+        info = self.robot.get_observation().get("info", {})
+        ep.steps = len(rows.get("action", []))
+        ep.success = bool(info.get("success", False))
+        ep.human_steps = int(sum(rows.get("intervention", [])))
+        ep.human_s = ep.human_steps / self.rate_hz
+        ep.source = "intervention" if ep.human_steps else "rollout"
+        ep.wall_s = time.perf_counter() - t_start
+        if ep.steps:
+            operator_id = getattr(self.operator, "id", "") if self.operator is not None else ""
+            ep.index = self.store.append_episode(_stack(rows), {
+                "task": self.task, "instruction": instruction, "success": ep.success, "seed": int(seed),
+                "source": ep.source, "round": self.round, "policy_id": self.policy_id,
+                "operator": operator_id + (DISCONNECT_MARK if ep.paused else "")})
+        self.paused = ep.paused
+        self._log(ep)
+        return ep
+
+    def _log(self, ep: EpisodeSummary) -> None:
+        if self.log_path is None:
+            return
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "a") as f:
+            f.write(json.dumps({"round": self.round, **asdict(ep)}) + "\n")
+
+
+def _hold_action(obs: dict[str, Any]) -> np.ndarray:
+    """Stay where the robot is: its pose with the gripper as it is (pose mode)."""
+    gripper_closed = float(np.asarray(obs["state"])[5]) > 0.5 if "state" in obs else False
+    return np.append(pose_of(obs), float(gripper_closed)).astype(np.float32)
+
+
+def _record(rows: dict[str, list], obs: dict[str, Any], action: np.ndarray, proposed: np.ndarray,
+            human: bool, reward: float) -> None:
+    info = obs.get("info", {})
+    values = {"state": obs["state"], "env_state": obs.get("env_state"), "action": action,
+              "policy_action": proposed, "intervention": human, "reward": reward,
+              "progress": float(info.get("progress", 0.0)), "phase": int(info.get("phase", 0))}
+    for cam, img in (obs.get("images") or {}).items():
+        values[f"images/{cam}"] = img
+    for key, value in values.items():
+        if value is not None:
+            rows.setdefault(key, []).append(np.array(value, copy=True))
+
+
+def _stack(rows: dict[str, list]) -> dict[str, np.ndarray]:
+    out = {key: np.stack(values) for key, values in rows.items()}
+    out["intervention"] = out["intervention"].astype(bool)
+    out["phase"] = out["phase"].astype(np.int64)
+    for key in ("reward", "progress"):
+        out[key] = out[key].astype(np.float32)
+    return out

@@ -1,0 +1,156 @@
+"""Configuration of the discrete-diffusion VLA policy (a plain, YAML-serialisable dataclass).
+
+Hydra builds it through the presets at the bottom
+(``_target_: robot_learn.policies.discrete_diffusion.discrete_diffusion_image_config``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+DECODINGS = ("maskgit", "adaptive", "parallel", "autoregressive")
+CONFIDENCES = ("prob", "margin")
+BACKBONES = ("tiny", "hf")
+ATTENTIONS = ("prefix_cached", "full")
+
+
+@dataclass
+class DiscreteDiffusionConfig:
+    """All settings of :class:`DiscreteDiffusionPolicy`.
+
+    The action chunk is ``action_horizon`` (H) steps x ``action_dim`` dims, each
+    dim binned into ``num_bins`` tokens; that is ``H * action_dim`` action tokens.
+    The transformer sees, in order: image patch tokens per camera, instruction
+    tokens, proprioception tokens (one per obs step and low-dim key), action tokens.
+    """
+
+    # shapes
+    action_dim: int = 5
+    state_dims: dict[str, int] = field(default_factory=lambda: {"state": 10})
+    camera_names: list[str] = field(default_factory=list)
+    image_size: int = 96
+    # horizons; the chunk starts at the current step when obs_horizon == 1
+    obs_horizon: int = 1
+    action_horizon: int = 8
+    execute_horizon: int = 8
+    # action tokenizer: per-dim q01/q99 -> [-1, 1] -> num_bins uniform bins (+1 [MASK] id)
+    num_bins: int = 256
+    # image patch stem: conv layers (stride 2 each) then a patch conv (kernel = stride = patch_size)
+    crop_size: int = 84
+    stem_channels: list[int] = field(default_factory=lambda: [16, 32])
+    patch_size: int = 3
+    # instruction tokens: words of `vocab` (ids 0 pad, 1 unknown, then the vocabulary)
+    use_language: bool = True
+    vocab: list[str] = field(default_factory=list)
+    text_max_len: int = 16
+    # backbone: "tiny" (from scratch) or "hf" (transformers model from a local path or a config)
+    backbone: str = "tiny"
+    hidden_dim: int = 128
+    num_layers: int = 4
+    num_heads: int = 4
+    mlp_ratio: float = 4.0
+    dropout: float = 0.0
+    # "prefix_cached": observation tokens do not attend to action tokens, so their keys and
+    # values are computed once per chunk and reused by every decoding round;
+    # "full": every token attends to every other one (each round re-runs the whole sequence).
+    attention: str = "prefix_cached"
+    hf_path: str = ""  # local directory (never downloaded); empty -> build from hf_config
+    hf_config: dict[str, Any] = field(default_factory=dict)  # e.g. {"model_type": "bert", "hidden_size": 32, ...}
+    lora_rank: int = 0  # > 0 wraps the hf backbone with peft LoRA adapters
+    lora_alpha: float = 16.0
+    lora_targets: list[str] = field(default_factory=lambda: ["query", "value"])
+    # decoding
+    decoding: str = "maskgit"
+    decoding_rounds: int = 12  # K (maskgit / adaptive)
+    confidence: str = "prob"  # score of a sampled token: its probability, or top1 - top2 gap
+    token_temperature: float = 1.0  # softmax temperature for sampling tokens; 0 = argmax
+    choice_temperature: float = 1.0  # Gumbel noise on the keep/re-mask choice, annealed to 0
+    remask_threshold: float = 0.05  # committed token re-masked if its confidence falls below this
+    remask_margin: float = 0.5  # ... or drops by more than this since it was committed
+
+    def __post_init__(self) -> None:
+        # Hydra passes ListConfig/DictConfig; keep plain containers so YAML dumps them.
+        self.state_dims = {str(k): int(v) for k, v in dict(self.state_dims).items()}
+        self.camera_names = [str(c) for c in self.camera_names]
+        self.stem_channels = [int(v) for v in self.stem_channels]
+        self.vocab = [str(w) for w in self.vocab]
+        self.lora_targets = [str(t) for t in self.lora_targets]
+        self.hf_config = _plain_dict(self.hf_config)
+        self.validate()
+
+    @property
+    def num_action_tokens(self) -> int:
+        return self.action_horizon * self.action_dim
+
+    def validate(self) -> None:
+        """Raise ValueError naming the bad setting and the valid choices."""
+        _choice("decoding", self.decoding, DECODINGS)
+        _choice("confidence", self.confidence, CONFIDENCES)
+        _choice("backbone", self.backbone, BACKBONES)
+        _choice("attention", self.attention, ATTENTIONS)
+        if not self.state_dims and not self.camera_names:
+            raise ValueError("DiscreteDiffusionConfig needs state_dims or camera_names (the policy must observe something)")
+        for name in ("action_dim", "obs_horizon", "action_horizon", "execute_horizon", "decoding_rounds", "text_max_len",
+                     "hidden_dim", "num_layers", "num_heads", "patch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.num_bins < 2:
+            raise ValueError(f"num_bins must be >= 2, got {self.num_bins}")
+        if self.obs_horizon - 1 + self.execute_horizon > self.action_horizon:
+            raise ValueError(
+                f"obs_horizon - 1 + execute_horizon must be <= action_horizon; got "
+                f"{self.obs_horizon} - 1 + {self.execute_horizon} > {self.action_horizon}"
+            )
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"hidden_dim ({self.hidden_dim}) must be divisible by num_heads ({self.num_heads})")
+        if self.camera_names and not 0 < self.crop_size <= self.image_size:
+            raise ValueError(f"crop_size must be in (0, image_size={self.image_size}], got {self.crop_size}")
+        for name in ("token_temperature", "choice_temperature", "remask_threshold", "remask_margin", "dropout"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.backbone == "hf":
+            if not self.hf_path and not self.hf_config:
+                raise ValueError("backbone='hf' needs hf_path (a local transformers model directory) or hf_config")
+            if self.attention != "full":
+                raise ValueError("backbone='hf' supports only attention='full' (no prefix cache); set attention=full")
+
+    def with_changes(self, **changes: Any) -> DiscreteDiffusionConfig:
+        """A copy with some fields replaced (validated)."""
+        return replace(self, **changes)
+
+
+def _choice(name: str, value: str, valid: tuple[str, ...]) -> None:
+    if value not in valid:
+        raise ValueError(f"unknown {name} '{value}'; valid choices: {', '.join(valid)}")
+
+
+def _plain_dict(value: Any) -> dict[str, Any]:
+    from collections.abc import Mapping, Sequence
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {str(k): plain(x) for k, x in v.items()}
+        if isinstance(v, Sequence) and not isinstance(v, (str, bytes)):
+            return [plain(x) for x in v]
+        return v
+
+    return plain(dict(value))
+
+
+def discrete_diffusion_state_config(**overrides: Any) -> DiscreteDiffusionConfig:
+    """Proprioception + instruction only (no cameras): the fastest CPU variant.
+
+    Without images or object state it cannot see the scene; useful for tests and
+    for timing the decoder, not for task success.
+    """
+    base = dict(state_dims={"state": 10}, camera_names=[])
+    return DiscreteDiffusionConfig(**{**base, **overrides})
+
+
+def discrete_diffusion_image_config(**overrides: Any) -> DiscreteDiffusionConfig:
+    """CPU default: front + wrist cameras (96x96, cropped to 84 -> 7x7 patches each),
+    instruction words, proprioception (``state``), a 4-layer 128-wide transformer,
+    H = 8 chunk of 5-dim pose actions in 256 bins, MaskGIT decoding in 12 rounds."""
+    base = dict(state_dims={"state": 10}, camera_names=["front", "wrist"], image_size=96, crop_size=84)
+    return DiscreteDiffusionConfig(**{**base, **overrides})

@@ -1,0 +1,181 @@
+"""Discrete Diffusion VLA (Liang et al., arXiv 2508.20072), written to read top to bottom.
+
+One transformer over [image patches | instruction words | proprioception | action
+tokens]. Actions are binned per dimension (:class:`ActionTokenizer`), a chunk of H
+steps x A dims is L = H * A tokens.
+
+Training: t ~ U(0, 1), mask ceil(gamma(t) L) action tokens with gamma(t) =
+cos(pi/2 (1 - t)), and minimise the cross-entropy of the true bins at the masked
+positions only.
+
+Inference: MaskGIT-style decoding in K rounds with secondary re-masking, or a
+baseline (adaptive without re-masking, single-pass parallel, left-to-right
+autoregressive); see :mod:`.decoding`. ``last_nfe`` holds the network evaluations
+of the latest chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from robot_learn.policies.base import Obs, Policy
+from robot_learn.policies.discrete_diffusion.action_tokenizer import ActionTokenizer
+from robot_learn.policies.discrete_diffusion.backbone import HFBackbone, TinyTransformer
+from robot_learn.policies.discrete_diffusion.configuration_discrete_diffusion import DiscreteDiffusionConfig
+from robot_learn.policies.discrete_diffusion.decoding import DecodeResult, DecodeSettings, decode_tokens
+from robot_learn.policies.discrete_diffusion.mask_schedule import sample_training_mask
+from robot_learn.policies.discrete_diffusion.observation_tokens import ObservationTokens
+from robot_learn.policies.registry import register_policy
+from robot_learn.policies.text_encoder import build_vocab
+
+Stats = Mapping[str, Mapping[str, Any]]
+
+
+@register_policy
+class DiscreteDiffusionPolicy(Policy):
+    """Masked discrete diffusion over binned action chunks.
+
+    ``stats`` (``EpisodeStore.stats``) must cover ``"action"`` (with ``q01``/``q99``)
+    and every key of ``config.state_dims``. With ``use_language`` and an empty
+    ``config.vocab``, pass the dataset's ``instructions``; the vocabulary is then
+    stored in ``self.config`` and saved with the checkpoint.
+    """
+
+    name = "discrete_diffusion"
+    config_class = DiscreteDiffusionConfig
+
+    def __init__(self, config: DiscreteDiffusionConfig, stats: Stats | None = None,
+                 instructions: Iterable[str] | None = None) -> None:
+        if config.use_language and not config.vocab:
+            if instructions is None:
+                raise ValueError("use_language=True needs config.vocab or the dataset's instructions (instructions=...)")
+            config = config.with_changes(vocab=build_vocab(instructions) or ["<none>"])
+        super().__init__(config)
+        if stats is not None and "action" not in stats:
+            raise ValueError(f"stats lack 'action'; stats have {sorted(stats)}")
+        dim = config.hidden_dim
+        self.tokenizer = ActionTokenizer(config.action_dim, config.num_bins, None if stats is None else stats["action"])
+        # Saved with the weights so a checkpoint's chunk shape can be checked against a config.
+        self.register_buffer("chunk_shape", torch.tensor([config.action_horizon, config.action_dim]))
+        self.observation_tokens = ObservationTokens(
+            dim, config.obs_horizon, config.state_dims, config.camera_names,
+            vocab=config.vocab if config.use_language else None, text_max_len=config.text_max_len,
+            image_size=config.image_size, crop_size=config.crop_size, stem_channels=config.stem_channels,
+            patch_size=config.patch_size, stats=stats,
+        )
+        length = config.num_action_tokens
+        self.action_embedding = nn.Embedding(self.tokenizer.vocab_size, dim)
+        self.action_position = nn.Parameter(torch.randn(length, dim) * 0.02)
+        if config.backbone == "tiny":
+            self.backbone: nn.Module = TinyTransformer(dim, config.num_layers, config.num_heads, config.mlp_ratio,
+                                                       config.dropout, prefix_cached=config.attention == "prefix_cached")
+        else:
+            self.backbone = HFBackbone(dim, config.hf_path, config.hf_config, config.lora_rank, config.lora_alpha,
+                                       config.lora_targets)
+        self.head = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, config.num_bins))
+        self.decode_settings = self._settings_from(config)
+        self.last_decode: DecodeResult | None = None
+
+    @staticmethod
+    def _settings_from(config: DiscreteDiffusionConfig) -> DecodeSettings:
+        return DecodeSettings(config.decoding, config.decoding_rounds, config.confidence, config.token_temperature,
+                              config.choice_temperature, config.remask_threshold, config.remask_margin)
+
+    @property
+    def obs_shapes(self) -> dict[str, tuple[int, ...]]:
+        shapes: dict[str, tuple[int, ...]] = {key: (dim,) for key, dim in self.config.state_dims.items()}
+        for camera in self.config.camera_names:
+            shapes[f"images/{camera}"] = (self.config.image_size, self.config.image_size, 3)
+        return shapes
+
+    @property
+    def last_nfe(self) -> int:
+        """Network evaluations used for the latest predicted chunk (0 before any)."""
+        return 0 if self.last_decode is None else self.last_decode.nfe
+
+    def set_decoding(self, mode: str | None = None, rounds: int | None = None, **settings: Any) -> None:
+        """Switch the decoding mode / rounds / other decode knobs without retraining."""
+        current = self.decode_settings
+        changes = {"mode": mode or current.mode, "rounds": rounds or current.rounds, **settings}
+        self.decode_settings = DecodeSettings(**{**current.__dict__, **changes})
+
+    # --- training ---------------------------------------------------------------
+    def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+        """Masked-token cross-entropy; also ``clipped_fraction`` (action values outside
+        q01..q99, clipped before binning) and ``masked_accuracy``."""
+        actions = batch["action"]
+        if actions.ndim != 3 or actions.shape[1:] != (self.action_horizon, self.action_dim):
+            raise ValueError(f"batch['action'] must be [B, {self.action_horizon}, {self.action_dim}], got {tuple(actions.shape)}")
+        targets, clipped = self.tokenizer.encode(actions)
+        targets = targets.reshape(actions.shape[0], -1)  # [B, L], time-major: step h, dim a -> h * A + a
+        masked = sample_training_mask(targets.shape[0], targets.shape[1], device=targets.device)
+        inputs = torch.where(masked, torch.full_like(targets, self.tokenizer.mask_id), targets)
+        prefix, prefix_pad = self.observation_tokens(self._obs_from_batch(batch))
+        logits = self._logits_full(prefix, prefix_pad, inputs)
+        loss = F.cross_entropy(logits[masked].float(), targets[masked])
+        with torch.no_grad():
+            accuracy = (logits[masked].argmax(-1) == targets[masked]).float().mean()
+        return {"loss": loss, "clipped_fraction": clipped.float().mean(), "masked_accuracy": accuracy}
+
+    # --- inference --------------------------------------------------------------
+    @torch.no_grad()
+    def predict_action_chunk(self, obs: Obs, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Decode an unnormalised chunk ``[B, action_horizon, A]`` (bin centres)."""
+        tokens = self.predict_tokens(obs, generator)
+        return self.tokenizer.decode(tokens.reshape(tokens.shape[0], self.action_horizon, self.action_dim))
+
+    @torch.no_grad()
+    def predict_tokens(self, obs: Obs, generator: torch.Generator | None = None, keep_trace: bool = False) -> torch.Tensor:
+        """Decoded action tokens ``[B, L]``; the decode record goes to ``self.last_decode``."""
+        prefix, prefix_pad = self.observation_tokens(obs)
+        if isinstance(self.backbone, TinyTransformer) and self.backbone.prefix_cached:
+            cache = self.backbone.encode_prefix(prefix, prefix_pad)  # once per chunk, reused by every round
+
+            def logits_fn(tokens: torch.Tensor) -> torch.Tensor:
+                return self.head(self.backbone.forward_actions(self._embed_actions(tokens), cache))
+        else:
+
+            def logits_fn(tokens: torch.Tensor) -> torch.Tensor:
+                return self._logits_full(prefix, prefix_pad, tokens)
+
+        self.last_decode = decode_tokens(logits_fn, prefix.shape[0], self.config.num_action_tokens, self.config.num_bins,
+                                         self.decode_settings, generator=generator, device=prefix.device,
+                                         keep_trace=keep_trace)
+        return self.last_decode.tokens
+
+    # --- checkpoints ------------------------------------------------------------
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False):
+        """Like ``nn.Module.load_state_dict``, but a checkpoint made with another bin
+        count or chunk shape fails with a message saying so."""
+        bins = state_dict.get("tokenizer.bins")
+        if bins is not None and int(bins) != self.config.num_bins:
+            raise RuntimeError(f"checkpoint action tokenizer has num_bins={int(bins)} but this config has "
+                               f"num_bins={self.config.num_bins}; use the checkpoint's num_bins or retrain")
+        shape = state_dict.get("chunk_shape")
+        if shape is not None and [int(v) for v in shape] != [self.action_horizon, self.action_dim]:
+            h, a = (int(v) for v in shape)
+            raise RuntimeError(f"checkpoint chunk is action_horizon={h} x action_dim={a} but this config has "
+                               f"action_horizon={self.action_horizon} x action_dim={self.action_dim}; "
+                               f"use the checkpoint's values or retrain")
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+
+    # --- helpers ----------------------------------------------------------------
+    def _embed_actions(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.action_embedding(tokens) + self.action_position
+
+    def _logits_full(self, prefix: torch.Tensor, prefix_pad: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        x = torch.cat([prefix, self._embed_actions(tokens)], dim=1)
+        hidden = self.backbone(x, prefix.shape[1], prefix_pad)
+        return self.head(hidden[:, prefix.shape[1]:])
+
+    @staticmethod
+    def _obs_from_batch(batch: Mapping[str, Any]) -> Obs:
+        obs = dict(batch["obs"])
+        if "instruction" in batch and "instruction" not in obs:
+            obs["instruction"] = batch["instruction"]
+        return obs

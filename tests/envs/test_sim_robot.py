@@ -1,0 +1,43 @@
+import numpy as np
+import pytest
+
+from robot_learn.envs import SimRobot, SimRobotError, make_env
+from robot_learn.hardware import JOINT_NAMES, Robot
+
+
+def test_sim_robot_satisfies_the_robot_protocol_and_matches_the_env():
+    robot = SimRobot("stack", cameras=(), max_steps=5)
+    assert isinstance(robot, Robot)
+    robot.connect()
+    obs = robot.reset(seed=3)
+    env = make_env("stack", cameras=())
+    env_obs, _ = env.reset(seed=3)
+    np.testing.assert_allclose(obs["state"], env_obs["state"])
+    assert [obs[j] for j in JOINT_NAMES] == pytest.approx(list(env_obs["state"][:6]))
+    assert set(obs["info"]) >= {"success", "progress", "phase"} and "joints" in obs["timestamps"]
+    action = np.append(obs["state"][6:10], 0.0).astype(np.float32)
+    sent = robot.send_action({"x": action[0], "y": action[1], "z": action[2] + 0.01, "yaw": action[3], "gripper": 0})
+    env_step = env.step(np.array([action[0], action[1], action[2] + 0.01, action[3], 0.0], dtype=np.float32))
+    np.testing.assert_allclose(robot.get_observation()["state"], env_step[0]["state"], atol=1e-6)
+    assert sent["z"] == pytest.approx(float(action[2]) + 0.01)
+    robot.disconnect()
+
+
+def test_sim_robot_refuses_nan_and_use_out_of_order():
+    robot = SimRobot("stack", cameras=(), max_steps=2)
+    with pytest.raises(SimRobotError, match="not connected"):
+        robot.get_observation()
+    robot.connect()
+    with pytest.raises(SimRobotError, match="reset"):
+        robot.send_action(np.zeros(5, dtype=np.float32))
+    obs = robot.reset(seed=0)
+    with pytest.raises(ValueError):
+        robot.send_action(np.full(5, np.nan, dtype=np.float32))
+    hold = np.append(obs["state"][6:10], 0.0).astype(np.float32)
+    robot.send_action(hold)
+    robot.send_action(hold)
+    assert robot.done
+    with pytest.raises(SimRobotError, match="episode is over"):
+        robot.send_action(hold)
+    with pytest.raises(ValueError, match="unknown task 'stak'"):
+        SimRobot("stak")
