@@ -1,0 +1,157 @@
+"""`WindowSampler`: random (obs_horizon, action_horizon) windows from a store or view.
+
+A window anchored at step t of an episode of length L takes
+    obs    steps t-To+1 .. t
+    action steps t-To+1 .. t-To+Ta
+with every index clamped to [0, L-1], so windows at the episode edges repeat the
+first or last step (edge padding) and never cross into a neighbouring episode.
+Every step of every selected episode is an anchor, drawn uniformly.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from robot_learn.data.errors import StoreError
+from robot_learn.data.store import EpisodeStore
+from robot_learn.data.views import EpisodeView, read_ranges
+
+DEFAULT_MAX_CACHE_BYTES = 8 << 30
+
+
+class WindowSampler:
+    """Vectorised window sampler (numpy fancy indexing, no per-sample Python loop).
+
+    With `cache=True` (default) the needed arrays of the selected episodes are
+    read and decompressed into memory once, if they take at most `max_cache_bytes`;
+    otherwise each batch reads only the frames it needs from zarr."""
+
+    def __init__(self, source: EpisodeStore | EpisodeView, obs_keys: Sequence[str] = ("state",),
+                 action_key: str = "action", obs_horizon: int = 2, action_horizon: int = 16,
+                 batch_size: int = 64, seed: int = 0, cache: bool = True,
+                 max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES) -> None:
+        view = source.view() if isinstance(source, EpisodeStore) else source
+        if not isinstance(view, EpisodeView):
+            raise StoreError(f"WindowSampler needs an EpisodeStore or EpisodeView, "
+                             f"got {type(source).__name__}")
+        store = view.store
+        for name, value in (("obs_horizon", obs_horizon), ("action_horizon", action_horizon),
+                            ("batch_size", batch_size)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise StoreError(f"{name} must be a positive int, got {value!r}")
+        obs_keys = (obs_keys,) if isinstance(obs_keys, str) else tuple(obs_keys)
+        for key in (*obs_keys, action_key):
+            if key not in store.keys:
+                raise StoreError(f"unknown key {key!r}; store keys: {', '.join(store.keys) or '(none)'}")
+        if view.num_episodes == 0:
+            raise StoreError("cannot sample windows: the store or view has no episodes")
+        self.view, self.store = view, store
+        self.obs_keys, self.action_key = obs_keys, action_key
+        self.obs_horizon, self.action_horizon = int(obs_horizon), int(action_horizon)
+        self.batch_size = int(batch_size)
+        self.seed = seed
+        self._rng = np.random.default_rng(seed)
+
+        episodes = view.episodes
+        starts, ends = store.episode_starts[episodes], store.episode_ends[episodes]
+        self._lengths = ends - starts
+        self._episodes = episodes
+        self._instructions = store.meta["instruction"][episodes]
+        keys = tuple(dict.fromkeys((*obs_keys, action_key)))
+        need = sum(int(self._lengths.sum()) * int(np.prod(store.schema[k]["shape"], dtype=np.int64))
+                   * np.dtype(store.schema[k]["dtype"]).itemsize for k in keys)
+        self.cached = bool(cache) and need <= max_cache_bytes
+        if cache and not self.cached:
+            warnings.warn(f"WindowSampler: {need / 2**20:.0f} MiB exceeds max_cache_bytes; "
+                          "reading windows from zarr instead", stacklevel=2)
+        if self.cached:
+            # Frames of the selected episodes laid end to end in memory.
+            self._frame_starts = np.concatenate([[0], np.cumsum(self._lengths)[:-1]]).astype(np.int64)
+            self._arrays: dict[str, Any] = {k: read_ranges(store.array(k), starts, ends) for k in keys}
+        else:
+            self._frame_starts = starts.astype(np.int64)
+            self._arrays = {k: store.array(k) for k in keys}
+        # Anchor table: position in `episodes` and step t for every step.
+        total = int(self._lengths.sum())
+        self._anchor_pos = np.repeat(np.arange(len(episodes)), self._lengths)
+        self._anchor_t = np.arange(total) - np.repeat(
+            np.concatenate([[0], np.cumsum(self._lengths)[:-1]]), self._lengths)
+        self._obs_offsets = np.arange(self.obs_horizon) - self.obs_horizon + 1
+        self._act_offsets = np.arange(self.action_horizon) - self.obs_horizon + 1
+
+    def __len__(self) -> int:
+        """Number of anchors (windows) to draw from."""
+        return len(self._anchor_t)
+
+    def sample(self) -> dict[str, Any]:
+        """One random batch of `batch_size` windows (anchors drawn with replacement)."""
+        k = self._rng.integers(0, len(self._anchor_t), size=self.batch_size)
+        return self._gather(self._anchor_pos[k], self._anchor_t[k])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        while True:
+            yield self.sample()
+
+    def batch_at(self, episodes: Sequence[int], t: Sequence[int]) -> dict[str, Any]:
+        """Windows anchored at given (store episode index, step) pairs; no randomness."""
+        episodes = np.asarray(episodes, dtype=np.int64).ravel()
+        t = np.asarray(t, dtype=np.int64).ravel()
+        pos = np.searchsorted(self._episodes, episodes)
+        pos = np.minimum(pos, len(self._episodes) - 1)
+        if episodes.shape != t.shape or not np.array_equal(self._episodes[pos], episodes):
+            raise StoreError(f"episodes {episodes.tolist()} are not all in this sampler's "
+                             f"episodes (or do not pair up with t {t.tolist()})")
+        if (t < 0).any() or (t >= self._lengths[pos]).any():
+            raise StoreError(f"steps {t.tolist()} out of range for episode lengths "
+                             f"{self._lengths[pos].tolist()}")
+        return self._gather(pos, t)
+
+    def _gather(self, pos: np.ndarray, t: np.ndarray) -> dict[str, Any]:
+        last = (self._lengths[pos] - 1)[:, None]
+        base = self._frame_starts[pos][:, None]
+        obs_idx = base + np.clip(t[:, None] + self._obs_offsets, 0, last)
+        act_idx = base + np.clip(t[:, None] + self._act_offsets, 0, last)
+        obs: dict[str, Any] = {}
+        for key in self.obs_keys:
+            value = self._take(key, obs_idx)
+            if "/" in key:  # "images/front" -> obs["images"]["front"]
+                group, name = key.split("/", 1)
+                obs.setdefault(group, {})[name] = value
+            else:
+                obs[key] = value
+        return {"obs": obs, "action": self._take(self.action_key, act_idx),
+                "instruction": self._instructions[pos].tolist(),
+                "episode": self._episodes[pos], "t": t.astype(np.int64)}
+
+    def _take(self, key: str, idx: np.ndarray) -> np.ndarray:
+        arr = self._arrays[key]
+        if self.cached:
+            return arr[idx]
+        # Read each distinct frame once from zarr, then fan out in memory.
+        uniq, inverse = np.unique(idx, return_inverse=True)
+        return arr.oindex[uniq][inverse.reshape(idx.shape)]
+
+    def state_dict(self) -> dict[str, Any]:
+        """RNG state as a JSON-able dict of plain Python values (no pickle needed)."""
+        return {"bit_generator": self._rng.bit_generator.state, "seed": self.seed,
+                "num_windows": len(self)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the RNG so the next batches equal those after `state_dict()`."""
+        try:
+            bit_state = state["bit_generator"]
+            rng = np.random.default_rng()
+            if bit_state.get("bit_generator") != type(rng.bit_generator).__name__:
+                raise ValueError(f"bit generator {bit_state.get('bit_generator')!r}, "
+                                 f"expected {type(rng.bit_generator).__name__!r}")
+            rng.bit_generator.state = bit_state
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StoreError(f"invalid sampler state_dict: {exc}") from exc
+        if state.get("num_windows", len(self)) != len(self):
+            warnings.warn(f"sampler state was saved with {state['num_windows']} windows, this "
+                          f"sampler has {len(self)}; batches will differ from the original run",
+                          stacklevel=2)
+        self._rng = rng
