@@ -9,14 +9,15 @@ is followed by an extra FD so a body can never look like a header.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping
 
+from robot_learn.hardware.emulator.servo_instructions import (
+    BROADCAST_ID, PING, READ, SYNC_READ, SYNC_WRITE, WRITE, Instruction, sync_read, sync_write, write,
+)
 from robot_learn.hardware.emulator.servo_model import EmulatedServo
 
 HEADER = b"\xff\xff\xfd\x00"
-BROADCAST_ID = 0xFE
-PING, READ, WRITE, SYNC_READ, SYNC_WRITE, STATUS = 0x01, 0x02, 0x03, 0x82, 0x83, 0x55
+STATUS = 0x55
 ERR_INSTRUCTION, ERR_CRC, ERR_ACCESS = 0x02, 0x03, 0x07
 
 
@@ -69,15 +70,6 @@ def unstuff(prefix: bytes, body: bytes) -> bytes:
         if history[-3:] == b"\xff\xff\xfd":
             skip_next = True
     return bytes(out)
-
-
-@dataclass
-class Instruction:
-    """A parsed instruction packet (body already unstuffed)."""
-
-    servo_id: int
-    instruction: int
-    params: bytes
 
 
 class Parser:
@@ -142,25 +134,14 @@ def handle(inst: Instruction, servos: Mapping[int, EmulatedServo]) -> list[tuple
         address, length = p[0] | (p[1] << 8), p[2] | (p[3] << 8)
         return [(inst.servo_id, status_packet(inst.servo_id, 0, servos[inst.servo_id].read(address, length)))]
     if inst.instruction == WRITE and len(p) >= 3:
-        address = p[0] | (p[1] << 8)
-        targets = sorted(servos) if inst.servo_id == BROADCAST_ID else [inst.servo_id]
-        for sid in targets:
-            if sid in servos:
-                servos[sid].write(address, p[2:])
+        write(servos, inst.servo_id, p[0] | (p[1] << 8), p[2:])
         if inst.servo_id in servos:
             return [(inst.servo_id, status_packet(inst.servo_id))]
         return []
     if inst.instruction == SYNC_READ and inst.servo_id == BROADCAST_ID and len(p) >= 5:
-        address, length = p[0] | (p[1] << 8), p[2] | (p[3] << 8)
-        return [(sid, status_packet(sid, 0, servos[sid].read(address, length)))
-                for sid in p[4:] if sid in servos]
+        return sync_read(servos, p[4:], p[0] | (p[1] << 8), p[2] | (p[3] << 8), status_packet)
     if inst.instruction == SYNC_WRITE and inst.servo_id == BROADCAST_ID and len(p) >= 4:
-        address, length = p[0] | (p[1] << 8), p[2] | (p[3] << 8)
-        entries = p[4:]
-        for i in range(0, len(entries) - length, length + 1):
-            sid = entries[i]
-            if sid in servos:
-                servos[sid].write(address, entries[i + 1:i + 1 + length])
+        sync_write(servos, p[0] | (p[1] << 8), p[2] | (p[3] << 8), p[4:])
         return []
     if inst.servo_id in servos:  # unknown or malformed instruction addressed to one servo
         return [(inst.servo_id, status_packet(inst.servo_id, ERR_INSTRUCTION))]

@@ -8,27 +8,17 @@ and lengths are single bytes; multi-byte values are little-endian (STS series).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping
 
+from robot_learn.hardware.emulator.servo_instructions import (
+    BROADCAST_ID, PING, READ, SYNC_READ, SYNC_WRITE, WRITE, Instruction, sync_read, sync_write, write,
+)
 from robot_learn.hardware.emulator.servo_model import EmulatedServo
-
-BROADCAST_ID = 0xFE
-PING, READ, WRITE, SYNC_READ, SYNC_WRITE = 0x01, 0x02, 0x03, 0x82, 0x83
 
 
 def checksum(data: bytes) -> int:
     """Inverted low byte of the sum of ID, LEN, INST/ERROR and parameters."""
     return (~sum(data)) & 0xFF
-
-
-@dataclass
-class Instruction:
-    """A parsed instruction packet."""
-
-    servo_id: int
-    instruction: int
-    params: bytes
 
 
 class Parser:
@@ -81,21 +71,11 @@ def handle(inst: Instruction, servos: Mapping[int, EmulatedServo]) -> list[tuple
     if inst.instruction == READ and inst.servo_id in servos and len(p) == 2:
         return [(inst.servo_id, status_packet(inst.servo_id, 0, servos[inst.servo_id].read(p[0], p[1])))]
     if inst.instruction == WRITE and len(p) >= 2:
-        targets = sorted(servos) if inst.servo_id == BROADCAST_ID else [inst.servo_id]
-        for sid in targets:
-            if sid in servos:
-                servos[sid].write(p[0], p[1:])
+        write(servos, inst.servo_id, p[0], p[1:])
         return [(inst.servo_id, status_packet(inst.servo_id))] if inst.servo_id in servos else []
     if inst.instruction == SYNC_READ and inst.servo_id == BROADCAST_ID and len(p) >= 3:
-        address, length = p[0], p[1]
-        return [(sid, status_packet(sid, 0, servos[sid].read(address, length)))
-                for sid in p[2:] if sid in servos]
+        return sync_read(servos, p[2:], p[0], p[1], status_packet)
     if inst.instruction == SYNC_WRITE and inst.servo_id == BROADCAST_ID and len(p) >= 2:
-        address, length = p[0], p[1]
-        entries = p[2:]
-        for i in range(0, len(entries) - length, length + 1):
-            sid = entries[i]
-            if sid in servos:
-                servos[sid].write(address, entries[i + 1:i + 1 + length])
+        sync_write(servos, p[0], p[1], p[2:])
         return []
     return []

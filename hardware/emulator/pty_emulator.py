@@ -92,21 +92,10 @@ class ServoBusEmulator:
 
     def stop(self) -> None:
         """Stop the thread and close both ends of the pty."""
-        self._stop.set()
+        self._halt()
         if self._old_switch is not None:
             sys.setswitchinterval(self._old_switch)
             self._old_switch = None
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
-            self._thread = None
-        for name in ("_master", "_slave"):
-            fd = getattr(self, name)
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-                setattr(self, name, None)
 
     def __enter__(self) -> "ServoBusEmulator":
         return self.start()
@@ -125,6 +114,10 @@ class ServoBusEmulator:
 
     def disconnect(self) -> None:
         """Simulate a pulled cable: close the master side so the client's port breaks."""
+        self._halt()
+
+    def _halt(self) -> None:
+        """Stop the serving thread, then close both ends of the pty (each at most once)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2.0)
@@ -132,7 +125,10 @@ class ServoBusEmulator:
         for name in ("_master", "_slave"):
             fd = getattr(self, name)
             if fd is not None:
-                os.close(fd)
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass  # already closed by whoever held it; the goal (closed) is met
                 setattr(self, name, None)
 
     def _take_fault(self, servo_id: int) -> Fault | None:

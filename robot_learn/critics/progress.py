@@ -13,6 +13,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from robot_learn.critics.minibatch_fit import fit_minibatches
+
 
 class ProgressCritic(nn.Module):
     """``predict(features [T, D]) -> progress [T]`` after :meth:`fit` on stored episodes."""
@@ -41,16 +43,10 @@ class ProgressCritic(nn.Module):
         self.mean, self.std = x.mean(0), x.std(0).clamp_min(1e-4)
         self.net = nn.Sequential(nn.Linear(x.shape[1], self.hidden), nn.Mish(),
                                  nn.Linear(self.hidden, self.hidden), nn.Mish(), nn.Linear(self.hidden, 1))
-        opt = torch.optim.Adam(self.net.parameters(), lr=lr)
-        g = torch.Generator().manual_seed(seed)
-        loss = torch.zeros(())
-        for _ in range(steps):
-            idx = torch.randint(0, len(x), (min(batch_size, len(x)),), generator=g)
-            loss = nn.functional.mse_loss(self._forward(x[idx]), y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        return float(loss.detach())
+        def loss_of(idx: torch.Tensor) -> torch.Tensor:
+            return nn.functional.mse_loss(self._forward(x[idx]), y[idx])
+
+        return fit_minibatches(self.net.parameters(), loss_of, len(x), steps, batch_size, lr, seed)
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.net is None:

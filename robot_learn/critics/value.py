@@ -20,6 +20,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from robot_learn.critics.minibatch_fit import fit_minibatches
+
 
 def normalised_rewards(length: int, success: bool, failure_penalty: float, max_length: int) -> np.ndarray:
     """Per-step rewards of an episode, scaled so any return lies in [-1, 0]."""
@@ -69,16 +71,10 @@ class ValueCritic(nn.Module):
         y = self.bin_of(torch.as_tensor(returns, dtype=torch.float32))
         self.mean, self.std = x_t.mean(0), x_t.std(0).clamp_min(1e-4)
         torch.manual_seed(seed)
-        opt = torch.optim.Adam(self.net.parameters(), lr=lr)
-        g = torch.Generator().manual_seed(seed)
-        loss = torch.zeros(())
-        for _ in range(steps):
-            idx = torch.randint(0, len(x_t), (min(batch_size, len(x_t)),), generator=g)
-            loss = nn.functional.cross_entropy(self.logits(x_t[idx]), y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        return float(loss.detach())
+        def loss_of(idx: torch.Tensor) -> torch.Tensor:
+            return nn.functional.cross_entropy(self.logits(x_t[idx]), y[idx])
+
+        return fit_minibatches(self.net.parameters(), loss_of, len(x_t), steps, batch_size, lr, seed)
 
 
 @dataclass

@@ -2,8 +2,9 @@
 
 Subclasses implement ``compute_loss`` and ``predict_action_chunk``; this base class
 supplies the receding-horizon ``select_action`` (an observation history of
-``obs_horizon`` steps and a queue of ``execute_horizon`` actions), ``reset`` and
-``save``.
+``obs_horizon`` steps and a queue of ``execute_horizon`` actions), ``reset``,
+``save``, and ``obs_shapes`` read from the config's ``state_dims``, ``camera_names``
+and ``image_size``.
 """
 
 from __future__ import annotations
@@ -58,9 +59,16 @@ class Policy(nn.Module, ABC):
         """
 
     @property
-    @abstractmethod
     def obs_shapes(self) -> dict[str, tuple[int, ...]]:
-        """Per-step observation shapes this policy consumes, e.g. ``{"state": (10,), "images/front": (96, 96, 3)}``."""
+        """Per-step observation shapes this policy consumes, e.g. ``{"state": (10,), "images/front": (96, 96, 3)}``.
+
+        The default reads the config's ``state_dims`` (key -> size), ``camera_names`` and
+        square ``image_size``; a policy whose config says otherwise overrides this.
+        """
+        shapes: dict[str, tuple[int, ...]] = {key: (dim,) for key, dim in self.config.state_dims.items()}
+        for camera in self.config.camera_names:
+            shapes[f"images/{camera}"] = (self.config.image_size, self.config.image_size, 3)
+        return shapes
 
     # --- shared behaviour ---------------------------------------------------------
     @property
@@ -115,6 +123,24 @@ class Policy(nn.Module, ABC):
         from robot_learn.policies.checkpoint import save_policy
 
         save_policy(self, directory)
+
+    # --- helpers for compute_loss ------------------------------------------------
+    def _batch_actions(self, batch: Mapping[str, Any]) -> torch.Tensor:
+        """``batch["action"]``, refused unless it is ``[B, action_horizon, action_dim]``."""
+        actions = batch["action"]
+        if actions.ndim != 3 or actions.shape[1:] != (self.action_horizon, self.action_dim):
+            raise ValueError(
+                f"batch['action'] must be [B, {self.action_horizon}, {self.action_dim}], got {tuple(actions.shape)}"
+            )
+        return actions
+
+    @staticmethod
+    def _obs_from_batch(batch: Mapping[str, Any]) -> Obs:
+        """The observation dict of a training batch, with the batch's instructions folded in."""
+        obs = dict(batch["obs"])
+        if "instruction" in batch and "instruction" not in obs:
+            obs["instruction"] = batch["instruction"]
+        return obs
 
     # --- helpers for select_action -----------------------------------------------
     def _push_observation(self, obs: Obs) -> None:

@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from robot_learn.policies.image_crop import CroppingImageModule
+
 
 def _group_norm(channels: int) -> nn.GroupNorm:
     groups = 8 if channels % 8 == 0 else 1
@@ -57,7 +59,7 @@ class SpatialSoftmax(nn.Module):
         return (attention @ grid).reshape(n, 2 * k)
 
 
-class VisionEncoder(nn.Module):
+class VisionEncoder(CroppingImageModule):
     """uint8 ``[N, H, W, 3]`` -> ``[N, out_dim]``.
 
     ``channels`` gives the width of each stage (ResNet-18 is 64, 128, 256, 512 with
@@ -73,11 +75,9 @@ class VisionEncoder(nn.Module):
         num_keypoints: int = 32,
         out_dim: int = 64,
     ) -> None:
-        super().__init__()
         if not 0 < crop_size <= image_size:
             raise ValueError(f"crop_size must be in (0, image_size={image_size}], got {crop_size}")
-        self.image_size = int(image_size)
-        self.crop_size = int(crop_size)
+        super().__init__(image_size, crop_size)
         stages: list[nn.Module] = [
             nn.Conv2d(3, channels[0], 3, stride=2, padding=1, bias=False),
             _group_norm(channels[0]),
@@ -94,26 +94,5 @@ class VisionEncoder(nn.Module):
         self.head = nn.Sequential(nn.Linear(2 * num_keypoints, out_dim), nn.Mish())
         self.out_dim = int(out_dim)
 
-    def crop(self, images: torch.Tensor) -> torch.Tensor:
-        """Random crop per image in training mode, centre crop in eval mode (uint8 in, uint8 out)."""
-        n, h, w, _ = images.shape
-        if (h, w) != (self.image_size, self.image_size):
-            raise ValueError(f"expected images of {self.image_size}x{self.image_size}, got {h}x{w}")
-        c = self.crop_size
-        if c == h:
-            return images
-        if not self.training:
-            top, left = (h - c) // 2, (w - c) // 2
-            return images[:, top : top + c, left : left + c]
-        tops = torch.randint(0, h - c + 1, (n,), device=images.device)
-        lefts = torch.randint(0, w - c + 1, (n,), device=images.device)
-        offsets = torch.arange(c, device=images.device)
-        rows = (tops[:, None] + offsets)[:, :, None]  # [N, c, 1]
-        cols = (lefts[:, None] + offsets)[:, None, :]  # [N, 1, c]
-        return images[torch.arange(n, device=images.device)[:, None, None], rows, cols]
-
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        if images.dtype != torch.uint8 or images.ndim != 4 or images.shape[-1] != 3:
-            raise ValueError(f"expected uint8 images [N, H, W, 3], got {images.dtype} {tuple(images.shape)}")
-        x = self.crop(images).permute(0, 3, 1, 2).float() / 127.5 - 1.0
-        return self.head(self.pool(self.backbone(x)))
+        return self.head(self.pool(self.backbone(self.image_input(images))))

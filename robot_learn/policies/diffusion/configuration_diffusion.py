@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from robot_learn.policies.config_checks import (
+    check_at_least, check_choice, check_execution_fits_chunk, check_observes_something,
+)
+
 DENOISERS = ("unet", "transformer")
 INFERENCE_SCHEDULERS = ("ddpm", "ddim", "dpmsolver")
 PREDICTION_TYPES = ("epsilon", "sample")
@@ -83,20 +87,14 @@ class DiffusionConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the bad setting and the valid choices."""
-        _choice("denoiser", self.denoiser, DENOISERS)
-        _choice("inference_scheduler", self.inference_scheduler, INFERENCE_SCHEDULERS)
-        _choice("prediction_type", self.prediction_type, PREDICTION_TYPES)
-        _choice("text_encoder", self.text_encoder, TEXT_ENCODERS)
-        if not self.state_dims and not self.camera_names:
-            raise ValueError("DiffusionConfig needs state_dims or camera_names (the policy must observe something)")
-        for name in ("action_dim", "obs_horizon", "action_horizon", "execute_horizon", "num_train_timesteps", "num_inference_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.obs_horizon - 1 + self.execute_horizon > self.action_horizon:
-            raise ValueError(
-                f"obs_horizon - 1 + execute_horizon must be <= action_horizon (the executed actions start at the "
-                f"current step, index obs_horizon - 1); got {self.obs_horizon} - 1 + {self.execute_horizon} > {self.action_horizon}"
-            )
+        check_choice("denoiser", self.denoiser, DENOISERS)
+        check_choice("inference_scheduler", self.inference_scheduler, INFERENCE_SCHEDULERS)
+        check_choice("prediction_type", self.prediction_type, PREDICTION_TYPES)
+        check_choice("text_encoder", self.text_encoder, TEXT_ENCODERS)
+        check_observes_something(self)
+        check_at_least(self, ("action_dim", "obs_horizon", "action_horizon", "execute_horizon", "num_train_timesteps",
+                              "num_inference_steps"), 1)
+        check_execution_fits_chunk(self)
         if self.num_inference_steps > self.num_train_timesteps:
             raise ValueError(f"num_inference_steps ({self.num_inference_steps}) exceeds num_train_timesteps ({self.num_train_timesteps})")
         if self.denoiser == "unet":
@@ -112,11 +110,6 @@ class DiffusionConfig:
     def with_changes(self, **changes: Any) -> DiffusionConfig:
         """A copy with some fields replaced (validated)."""
         return replace(self, **changes)
-
-
-def _choice(name: str, value: str, valid: tuple[str, ...]) -> None:
-    if value not in valid:
-        raise ValueError(f"unknown {name} '{value}'; valid choices: {', '.join(valid)}")
 
 
 def diffusion_state_config(**overrides: Any) -> DiffusionConfig:

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from diffusers import DDIMScheduler, DDPMScheduler, DPMSolverMultistepScheduler
 
 from robot_learn.policies.base import Obs, Policy
+from robot_learn.policies.config_checks import check_choice
 from robot_learn.policies.diffusion.configuration_diffusion import INFERENCE_SCHEDULERS, DiffusionConfig
 from robot_learn.policies.diffusion.transformer_denoiser import TransformerDenoiser
 from robot_learn.policies.diffusion.unet1d import ConditionalUnet1D
@@ -33,6 +34,7 @@ Stats = Mapping[str, Mapping[str, Any]]
 
 def make_inference_scheduler(kind: str, config: DiffusionConfig):
     """The diffusers scheduler used for sampling, sharing the training noise schedule."""
+    check_choice("inference_scheduler", kind, INFERENCE_SCHEDULERS)
     common = dict(
         num_train_timesteps=config.num_train_timesteps, beta_schedule=config.beta_schedule, prediction_type=config.prediction_type
     )
@@ -40,10 +42,8 @@ def make_inference_scheduler(kind: str, config: DiffusionConfig):
         return DDPMScheduler(**common, clip_sample=config.clip_sample)
     if kind == "ddim":
         return DDIMScheduler(**common, clip_sample=config.clip_sample, set_alpha_to_one=True)
-    if kind == "dpmsolver":
-        # DPM-Solver has no clip_sample; the final sample is clamped in predict_action_chunk.
-        return DPMSolverMultistepScheduler(**common, algorithm_type="dpmsolver++", solver_order=2)
-    raise ValueError(f"unknown inference_scheduler '{kind}'; valid choices: {', '.join(INFERENCE_SCHEDULERS)}")
+    # "dpmsolver": it has no clip_sample; the final sample is clamped in predict_action_chunk.
+    return DPMSolverMultistepScheduler(**common, algorithm_type="dpmsolver++", solver_order=2)
 
 
 def _make_text_encoder(config: DiffusionConfig) -> TextEncoder | None:
@@ -115,21 +115,10 @@ class DiffusionPolicy(Policy):
                 dropout=config.transformer_dropout,
                 causal=config.transformer_causal,
             )
-        self.noise_scheduler = DDPMScheduler(
-            num_train_timesteps=config.num_train_timesteps,
-            beta_schedule=config.beta_schedule,
-            prediction_type=config.prediction_type,
-            clip_sample=config.clip_sample,
-        )
+        # Training adds noise with the DDPM forward process, the same schedule every sampler reverses.
+        self.noise_scheduler = make_inference_scheduler("ddpm", config)
         self.sampler = make_inference_scheduler(config.inference_scheduler, config)
         self.num_inference_steps = config.num_inference_steps
-
-    @property
-    def obs_shapes(self) -> dict[str, tuple[int, ...]]:
-        shapes: dict[str, tuple[int, ...]] = {key: (dim,) for key, dim in self.config.state_dims.items()}
-        for camera in self.config.camera_names:
-            shapes[f"images/{camera}"] = (self.config.image_size, self.config.image_size, 3)
-        return shapes
 
     def set_inference_scheduler(self, kind: str, num_inference_steps: int | None = None) -> None:
         """Switch the sampler (``ddpm``, ``ddim`` or ``dpmsolver``) and its step count without retraining."""
@@ -142,11 +131,7 @@ class DiffusionPolicy(Policy):
     # --- training ---------------------------------------------------------------
     def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
         """DDPM denoising loss on a batch ``{"obs", "action" [B, Ta, A], "instruction"?}``."""
-        actions = batch["action"]
-        if actions.ndim != 3 or actions.shape[1:] != (self.action_horizon, self.action_dim):
-            raise ValueError(
-                f"batch['action'] must be [B, {self.action_horizon}, {self.action_dim}], got {tuple(actions.shape)}"
-            )
+        actions = self._batch_actions(batch)
         obs_features, text_features = self._encode(self._obs_from_batch(batch))
         clean = self.action_normalizer.normalize(actions)  # a0 in [-1, 1]
         noise = torch.randn_like(clean)  # eps
@@ -174,13 +159,6 @@ class DiffusionPolicy(Policy):
         return self.action_normalizer.unnormalize(sample.clamp(-1.0, 1.0))
 
     # --- helpers ----------------------------------------------------------------
-    @staticmethod
-    def _obs_from_batch(batch: Mapping[str, Any]) -> Obs:
-        obs = dict(batch["obs"])
-        if "instruction" in batch and "instruction" not in obs:
-            obs["instruction"] = batch["instruction"]
-        return obs
-
     def _encode(self, obs: Obs) -> tuple[torch.Tensor, torch.Tensor | None]:
         obs_features, text_features = self.obs_encoder(obs)
         if obs_features.shape[1] != self.obs_horizon:

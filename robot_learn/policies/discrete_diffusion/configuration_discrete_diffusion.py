@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from robot_learn.policies.config_checks import (
+    check_at_least, check_choice, check_execution_fits_chunk, check_observes_something,
+)
+
 DECODINGS = ("maskgit", "adaptive", "parallel", "autoregressive")
 CONFIDENCES = ("prob", "margin")
 BACKBONES = ("tiny", "hf")
@@ -85,30 +89,20 @@ class DiscreteDiffusionConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the bad setting and the valid choices."""
-        _choice("decoding", self.decoding, DECODINGS)
-        _choice("confidence", self.confidence, CONFIDENCES)
-        _choice("backbone", self.backbone, BACKBONES)
-        _choice("attention", self.attention, ATTENTIONS)
-        if not self.state_dims and not self.camera_names:
-            raise ValueError("DiscreteDiffusionConfig needs state_dims or camera_names (the policy must observe something)")
-        for name in ("action_dim", "obs_horizon", "action_horizon", "execute_horizon", "decoding_rounds", "text_max_len",
-                     "hidden_dim", "num_layers", "num_heads", "patch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.num_bins < 2:
-            raise ValueError(f"num_bins must be >= 2, got {self.num_bins}")
-        if self.obs_horizon - 1 + self.execute_horizon > self.action_horizon:
-            raise ValueError(
-                f"obs_horizon - 1 + execute_horizon must be <= action_horizon; got "
-                f"{self.obs_horizon} - 1 + {self.execute_horizon} > {self.action_horizon}"
-            )
+        check_choice("decoding", self.decoding, DECODINGS)
+        check_choice("confidence", self.confidence, CONFIDENCES)
+        check_choice("backbone", self.backbone, BACKBONES)
+        check_choice("attention", self.attention, ATTENTIONS)
+        check_observes_something(self)
+        check_at_least(self, ("action_dim", "obs_horizon", "action_horizon", "execute_horizon", "decoding_rounds",
+                              "text_max_len", "hidden_dim", "num_layers", "num_heads", "patch_size"), 1)
+        check_at_least(self, ("num_bins",), 2)
+        check_execution_fits_chunk(self)
         if self.hidden_dim % self.num_heads:
             raise ValueError(f"hidden_dim ({self.hidden_dim}) must be divisible by num_heads ({self.num_heads})")
         if self.camera_names and not 0 < self.crop_size <= self.image_size:
             raise ValueError(f"crop_size must be in (0, image_size={self.image_size}], got {self.crop_size}")
-        for name in ("token_temperature", "choice_temperature", "remask_threshold", "remask_margin", "dropout"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        check_at_least(self, ("token_temperature", "choice_temperature", "remask_threshold", "remask_margin", "dropout"), 0)
         if self.backbone == "hf":
             if not self.hf_path and not self.hf_config:
                 raise ValueError("backbone='hf' needs hf_path (a local transformers model directory) or hf_config")
@@ -118,11 +112,6 @@ class DiscreteDiffusionConfig:
     def with_changes(self, **changes: Any) -> DiscreteDiffusionConfig:
         """A copy with some fields replaced (validated)."""
         return replace(self, **changes)
-
-
-def _choice(name: str, value: str, valid: tuple[str, ...]) -> None:
-    if value not in valid:
-        raise ValueError(f"unknown {name} '{value}'; valid choices: {', '.join(valid)}")
 
 
 def _plain_dict(value: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from robot_learn.policies.config_checks import check_at_least, check_choice
 from robot_learn.policies.discrete_diffusion.configuration_discrete_diffusion import CONFIDENCES, DECODINGS
 from robot_learn.policies.discrete_diffusion.mask_schedule import masked_count_after_round
 
@@ -53,12 +54,9 @@ class DecodeSettings:
     remask_margin: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.mode not in DECODINGS:
-            raise ValueError(f"unknown decoding '{self.mode}'; valid choices: {', '.join(DECODINGS)}")
-        if self.confidence not in CONFIDENCES:
-            raise ValueError(f"unknown confidence '{self.confidence}'; valid choices: {', '.join(CONFIDENCES)}")
-        if self.rounds < 1:
-            raise ValueError(f"rounds must be >= 1, got {self.rounds}")
+        check_choice("decoding", self.mode, DECODINGS)
+        check_choice("confidence", self.confidence, CONFIDENCES)
+        check_at_least(self, ("rounds",), 1)
 
 
 def decode_tokens(

@@ -87,13 +87,6 @@ class DiscreteDiffusionPolicy(Policy):
                               config.choice_temperature, config.remask_threshold, config.remask_margin)
 
     @property
-    def obs_shapes(self) -> dict[str, tuple[int, ...]]:
-        shapes: dict[str, tuple[int, ...]] = {key: (dim,) for key, dim in self.config.state_dims.items()}
-        for camera in self.config.camera_names:
-            shapes[f"images/{camera}"] = (self.config.image_size, self.config.image_size, 3)
-        return shapes
-
-    @property
     def last_nfe(self) -> int:
         """Network evaluations used for the latest predicted chunk (0 before any)."""
         return 0 if self.last_decode is None else self.last_decode.nfe
@@ -108,9 +101,7 @@ class DiscreteDiffusionPolicy(Policy):
     def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
         """Masked-token cross-entropy; also ``clipped_fraction`` (action values outside
         q01..q99, clipped before binning) and ``masked_accuracy``."""
-        actions = batch["action"]
-        if actions.ndim != 3 or actions.shape[1:] != (self.action_horizon, self.action_dim):
-            raise ValueError(f"batch['action'] must be [B, {self.action_horizon}, {self.action_dim}], got {tuple(actions.shape)}")
+        actions = self._batch_actions(batch)
         targets, clipped = self.tokenizer.encode(actions)
         targets = targets.reshape(actions.shape[0], -1)  # [B, L], time-major: step h, dim a -> h * A + a
         masked = sample_training_mask(targets.shape[0], targets.shape[1], device=targets.device)
@@ -172,10 +163,3 @@ class DiscreteDiffusionPolicy(Policy):
         x = torch.cat([prefix, self._embed_actions(tokens)], dim=1)
         hidden = self.backbone(x, prefix.shape[1], prefix_pad)
         return self.head(hidden[:, prefix.shape[1]:])
-
-    @staticmethod
-    def _obs_from_batch(batch: Mapping[str, Any]) -> Obs:
-        obs = dict(batch["obs"])
-        if "instruction" in batch and "instruction" not in obs:
-            obs["instruction"] = batch["instruction"]
-        return obs

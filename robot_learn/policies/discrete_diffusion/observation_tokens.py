@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from robot_learn.policies.image_crop import CroppingImageModule
 from robot_learn.policies.normalizer import MinMaxNormalizer
 from robot_learn.policies.text_encoder import split_words
 
@@ -24,12 +25,11 @@ def _conv_out(size: int, kernel: int, stride: int, padding: int) -> int:
     return (size + 2 * padding - kernel) // stride + 1
 
 
-class PatchStem(nn.Module):
+class PatchStem(CroppingImageModule):
     """uint8 ``[N, H, W, 3]`` -> patch tokens ``[N, P, dim]``."""
 
     def __init__(self, image_size: int, crop_size: int, channels: Sequence[int], patch_size: int, dim: int) -> None:
-        super().__init__()
-        self.image_size, self.crop_size = int(image_size), int(crop_size)
+        super().__init__(image_size, crop_size)
         layers: list[nn.Module] = []
         width, side = 3, self.crop_size
         for out in channels:
@@ -42,29 +42,8 @@ class PatchStem(nn.Module):
         self.net = nn.Sequential(*layers)
         self.num_patches = side * side
 
-    def crop(self, images: torch.Tensor) -> torch.Tensor:
-        """Random crop per image in training mode, centre crop in eval mode."""
-        n, h, w, _ = images.shape
-        if (h, w) != (self.image_size, self.image_size):
-            raise ValueError(f"expected images of {self.image_size}x{self.image_size}, got {h}x{w}")
-        c = self.crop_size
-        if c == h:
-            return images
-        if not self.training:
-            top = (h - c) // 2
-            return images[:, top : top + c, top : top + c]
-        tops = torch.randint(0, h - c + 1, (n,), device=images.device)
-        lefts = torch.randint(0, w - c + 1, (n,), device=images.device)
-        offsets = torch.arange(c, device=images.device)
-        rows = (tops[:, None] + offsets)[:, :, None]
-        cols = (lefts[:, None] + offsets)[:, None, :]
-        return images[torch.arange(n, device=images.device)[:, None, None], rows, cols]
-
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        if images.dtype != torch.uint8 or images.ndim != 4 or images.shape[-1] != 3:
-            raise ValueError(f"expected uint8 images [N, H, W, 3], got {images.dtype} {tuple(images.shape)}")
-        x = self.crop(images).permute(0, 3, 1, 2).float() / 127.5 - 1.0
-        return self.net(x).flatten(2).transpose(1, 2)
+        return self.net(self.image_input(images)).flatten(2).transpose(1, 2)
 
 
 class ObservationTokens(nn.Module):
