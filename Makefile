@@ -28,8 +28,9 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -ra -m "not slow"
 
+# Side-by-side benchmarks (results are recorded in docs/benchmarks.md).
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	for b in env store train inference hardware; do $(BIN)/python benchmarks/bench_$$b.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) outputs
