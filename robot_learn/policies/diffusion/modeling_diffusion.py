@@ -42,8 +42,11 @@ def make_inference_scheduler(kind: str, config: DiffusionConfig):
         return DDPMScheduler(**common, clip_sample=config.clip_sample)
     if kind == "ddim":
         return DDIMScheduler(**common, clip_sample=config.clip_sample, set_alpha_to_one=True)
-    # "dpmsolver": it has no clip_sample; the final sample is clamped in predict_action_chunk.
-    return DPMSolverMultistepScheduler(**common, algorithm_type="dpmsolver++", solver_order=2)
+    # "dpmsolver" has no clip_sample. Its data prediction x0 = (x_t - sigma*eps)/alpha divides by
+    # alpha ~ 0 at the noisiest squaredcos step, so unclipped x0 explodes (0% success measured);
+    # thresholding at 1.0 is the same clamp of x0 to [-1, 1] that DDIM/DDPM apply.
+    return DPMSolverMultistepScheduler(**common, algorithm_type="dpmsolver++", solver_order=2,
+                                       thresholding=config.clip_sample, sample_max_value=1.0)
 
 
 def _make_text_encoder(config: DiffusionConfig) -> TextEncoder | None:
