@@ -71,7 +71,7 @@ def test_train_evaluates_periodically_when_asked(trained):
 
 def test_train_reuses_the_demo_store_on_a_second_run(trained, run_cli):
     tmp, _ = trained
-    out = run_cli("train", "train=fast", "data.episodes=2", "data.cameras=[]", "eval.episodes=1",
+    out = run_cli("train", "task=stack", "train=fast", "data.episodes=2", "data.cameras=[]", "eval.episodes=1",
                   "eval.workers=1", "eval.videos=0", "eval.max_steps=3", "run_dir=run2",
                   *TINY_POLICY, cwd=tmp, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -81,7 +81,7 @@ def test_train_reuses_the_demo_store_on_a_second_run(trained, run_cli):
 
 def test_train_image_policy_on_a_state_only_store_explains_the_fix(trained, run_cli):
     tmp, _ = trained
-    out = run_cli("train", "policy=diffusion_image", "train=fast", "run_dir=run3",
+    out = run_cli("train", "task=stack", "policy=diffusion_image", "train=fast", "run_dir=run3",
                   "data.path=data/stack_demos.zarr", cwd=tmp)
     assert out.returncode == 2
     assert "has no 'images/front'" in out.stderr and "data.path" in out.stderr
@@ -104,7 +104,7 @@ def test_a_task_name_overridden_to_an_unknown_one_lists_valid_tasks(run_cli, com
 def test_train_image_policy_end_to_end(trained, run_cli):
     """Images + instruction vocabulary: demos with cameras, a tiny vision encoder, eval."""
     tmp, _ = trained
-    out = run_cli("train", "policy=diffusion_image", "train=fast", "data.episodes=2",
+    out = run_cli("train", "task=stack", "policy=diffusion_image", "train=fast", "data.episodes=2",
                   "policy.image_size=32", "policy.crop_size=28", "policy.vision_channels=[8,8]",
                   "policy.vision_feature_dim=16", "policy.text_dim=16", *TINY_POLICY,
                   "eval.episodes=2", "eval.videos=1", "eval.max_steps=4", "run_dir=run_img",
