@@ -1,6 +1,7 @@
 """Learning, end to end: a state diffusion policy trained briefly on real expert
 demos succeeds where the same policy untrained does not."""
 
+import pytest
 import torch
 
 from robot_learn.cli.demos import collect_demos
@@ -20,6 +21,7 @@ def _policy(stats):
     return make_policy("diffusion", config, stats)
 
 
+@pytest.mark.slow  # ~2-4 min on 2 cores; `make test` runs it, `make test-fast` skips it
 def test_trained_state_policy_beats_untrained_on_success(tmp_path):
     torch.set_num_threads(2)
     store_path = tmp_path / "demos.zarr"
