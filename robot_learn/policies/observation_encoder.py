@@ -18,7 +18,8 @@ class ObservationEncoder(nn.Module):
 
     Per step: the state MLP's output concatenated with one feature vector per camera
     (cameras in ``camera_names`` order). The instruction, which does not change within
-    a window, is encoded once per sample.
+    a window, is encoded once per sample; with ``vision_film`` it also FiLM-modulates
+    the camera encoders.
     """
 
     def __init__(
@@ -36,27 +37,34 @@ class ObservationEncoder(nn.Module):
         num_keypoints: int = 32,
         vision_feature_dim: int = 64,
         share_vision_encoder: bool = False,
+        vision_film: bool = False,
     ) -> None:
         super().__init__()
         if not state_dims and not camera_names:
             raise ValueError("the observation encoder needs low-dim keys or cameras")
+        if vision_film and (text_encoder is None or not camera_names):
+            raise ValueError("vision_film needs cameras and a text encoder (it conditions the cameras on the instruction)")
+        film_dim = text_encoder.out_dim if vision_film and text_encoder is not None else 0
         self.state_encoder = StateEncoder(state_dims, state_hidden_dims, state_feature_dim, stats) if state_dims else None
         self.camera_names = tuple(camera_names)
         self.share_vision_encoder = bool(share_vision_encoder)
 
         def vision() -> VisionEncoder:
-            return VisionEncoder(image_size, crop_size, vision_channels, vision_blocks_per_stage, num_keypoints, vision_feature_dim)
+            return VisionEncoder(image_size, crop_size, vision_channels, vision_blocks_per_stage, num_keypoints,
+                                 vision_feature_dim, film_dim)
 
         names = ("shared",) if share_vision_encoder and self.camera_names else self.camera_names
         self.vision_encoders = nn.ModuleDict({name: vision() for name in names})
         self.text_encoder = text_encoder
         self.step_dim = (state_feature_dim if state_dims else 0) + len(self.camera_names) * vision_feature_dim
         self.text_dim = text_encoder.out_dim if text_encoder is not None else 0
+        self.vision_film = bool(film_dim)
 
     def forward(self, obs: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
         parts = []
         if self.state_encoder is not None:
             parts.append(self.state_encoder(obs))
+        text_features = self._encode_text(obs) if self.text_encoder is not None else None
         if self.camera_names:
             images = obs.get("images")
             if not isinstance(images, Mapping):
@@ -66,18 +74,29 @@ class ObservationEncoder(nn.Module):
                     raise ValueError(f"observation lacks camera '{camera}'; it has {sorted(images)}")
                 frames = images[camera]  # [B, To, H, W, 3] uint8
                 encoder = self.vision_encoders["shared" if self.share_vision_encoder else camera]
-                features = encoder(frames.reshape(-1, *frames.shape[2:]))
+                cond = text_features.repeat_interleave(frames.shape[1], dim=0) if self.vision_film else None
+                features = encoder(frames.reshape(-1, *frames.shape[2:]), cond)
                 parts.append(features.reshape(frames.shape[0], frames.shape[1], -1))
-        step_features = torch.cat(parts, dim=-1)
+        return torch.cat(parts, dim=-1), text_features
 
-        text_features = None
-        if self.text_encoder is not None:
-            instructions = obs.get("instruction")
-            if instructions is None:
-                raise ValueError("this policy is language-conditioned: the observation needs 'instruction' (list of B strings)")
-            if isinstance(instructions, str):
-                instructions = [instructions] * step_features.shape[0]
-            if len(instructions) != step_features.shape[0]:
-                raise ValueError(f"got {len(instructions)} instructions for a batch of {step_features.shape[0]}")
-            text_features = self.text_encoder(list(instructions))
-        return step_features, text_features
+    def _encode_text(self, obs: Mapping[str, Any]) -> torch.Tensor:
+        batch = _batch_size(obs)
+        instructions = obs.get("instruction")
+        if instructions is None:
+            raise ValueError("this policy is language-conditioned: the observation needs 'instruction' (list of B strings)")
+        if isinstance(instructions, str):
+            instructions = [instructions] * batch
+        if len(instructions) != batch:
+            raise ValueError(f"got {len(instructions)} instructions for a batch of {batch}")
+        return self.text_encoder(list(instructions))
+
+
+def _batch_size(obs: Mapping[str, Any]) -> int:
+    """B of an observation batch, from its first array (low-dim key or camera)."""
+    for key, value in obs.items():
+        if key == "images" and isinstance(value, Mapping):
+            for frames in value.values():
+                return int(frames.shape[0])
+        elif key != "instruction" and hasattr(value, "shape"):
+            return int(value.shape[0])
+    raise ValueError(f"cannot tell the batch size of an observation with keys {sorted(obs)}")

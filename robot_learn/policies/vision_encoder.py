@@ -1,5 +1,10 @@
 """Camera encoder: a small ResNet with GroupNorm and a spatial-softmax keypoint head.
 
+With ``cond_dim > 0`` each stage's output is FiLM-modulated by a conditioning vector
+(the instruction's embedding), as in RT-1's language-conditioned image tokenizer: the
+keypoints can then follow the object the instruction names instead of every object.
+The FiLM layers start at zero, so a conditioned encoder begins as the plain one.
+
 GroupNorm replaces BatchNorm because batch statistics interact badly with the EMA
 weights used at evaluation (the diffusion-policy recipe). Images arrive as uint8
 ``[N, H, W, 3]``; training takes a random crop per image, eval the centre crop.
@@ -74,6 +79,7 @@ class VisionEncoder(CroppingImageModule):
         blocks_per_stage: int = 2,
         num_keypoints: int = 32,
         out_dim: int = 64,
+        cond_dim: int = 0,
     ) -> None:
         if not 0 < crop_size <= image_size:
             raise ValueError(f"crop_size must be in (0, image_size={image_size}], got {crop_size}")
@@ -84,15 +90,34 @@ class VisionEncoder(CroppingImageModule):
             nn.ReLU(),
         ]
         width = channels[0]
+        film: dict[str, nn.Linear] = {}
         for index, stage_width in enumerate(channels):
             for block in range(blocks_per_stage):
                 stride = 2 if index > 0 and block == 0 else 1
                 stages.append(ResidualBlock(width, stage_width, stride))
                 width = stage_width
+            if cond_dim > 0:  # FiLM after the stage's last block: (scale, shift) per channel
+                film[str(len(stages) - 1)] = nn.Linear(cond_dim, 2 * stage_width)
+        for layer in film.values():
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
         self.backbone = nn.Sequential(*stages)
+        self.film = nn.ModuleDict(film)
+        self.cond_dim = int(cond_dim)
         self.pool = SpatialSoftmax(width, num_keypoints)
         self.head = nn.Sequential(nn.Linear(2 * num_keypoints, out_dim), nn.Mish())
         self.out_dim = int(out_dim)
 
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        return self.head(self.pool(self.backbone(self.image_input(images))))
+    def forward(self, images: torch.Tensor, cond: torch.Tensor | None = None) -> torch.Tensor:
+        """``images`` uint8 ``[N, H, W, 3]``; ``cond`` ``[N, cond_dim]`` when built with ``cond_dim > 0``."""
+        if self.cond_dim and (cond is None or cond.shape != (images.shape[0], self.cond_dim)):
+            got = None if cond is None else tuple(cond.shape)
+            raise ValueError(f"this encoder is FiLM-conditioned: needs cond [{images.shape[0]}, {self.cond_dim}], got {got}")
+        x = self.image_input(images)
+        for index, layer in enumerate(self.backbone):
+            x = layer(x)
+            film = self.film[str(index)] if str(index) in self.film else None
+            if film is not None:
+                scale, shift = film(cond).unsqueeze(-1).unsqueeze(-1).chunk(2, dim=1)
+                x = x * (1.0 + scale) + shift
+        return self.head(self.pool(x))

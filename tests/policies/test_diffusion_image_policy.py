@@ -107,6 +107,33 @@ def test_shared_vision_encoder_has_one_backbone(stats):
     assert torch.isfinite(policy.compute_loss(_batch())["loss"])
 
 
+def test_vision_film_makes_camera_features_depend_on_the_instruction(stats):
+    torch.manual_seed(0)
+    policy = make_policy("diffusion", _image_config(vision_film=True), stats, instructions=INSTRUCTIONS)
+    film = {n: p for n, p in policy.named_parameters() if n.startswith("obs_encoder.vision_encoders.") and ".film." in n}
+    assert len(film) == 2 * 2 * len(policy.config.vision_channels)  # weight + bias per stage per camera
+    policy.train()
+    loss = policy.compute_loss(_batch())["loss"]
+    loss.backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in film.values())
+    with torch.no_grad():  # move FiLM off its zero start; then the same images encode differently per instruction
+        for p in film.values():
+            p.normal_(0, 0.1)
+    policy.eval()
+    obs = _batch()["obs"]
+    a, _ = policy.obs_encoder({**obs, "instruction": [INSTRUCTIONS[0]] * 4})
+    b, _ = policy.obs_encoder({**obs, "instruction": [INSTRUCTIONS[1]] * 4})
+    camera_part = slice(policy.obs_encoder.step_dim - 2 * policy.config.vision_feature_dim, None)
+    assert (a[..., camera_part] - b[..., camera_part]).abs().mean() > 1e-3
+
+
+def test_vision_film_without_text_or_cameras_is_rejected():
+    with pytest.raises(ValueError, match="vision_film conditions the cameras on the instruction"):
+        tiny_config(state_dims={"state": STATE_DIM}, camera_names=["front"], vision_film=True)
+    with pytest.raises(ValueError, match="vision_film conditions the cameras on the instruction"):
+        tiny_config(vision_film=True)
+
+
 def test_missing_camera_or_instruction_is_named(policy):
     batch = _batch()
     del batch["obs"]["images"]["wrist"]

@@ -49,3 +49,33 @@ def test_wrong_image_size_or_dtype_is_rejected():
 def test_crop_larger_than_image_is_rejected():
     with pytest.raises(ValueError, match="crop_size"):
         VisionEncoder(image_size=24, crop_size=30)
+
+
+def test_film_starts_as_identity_and_learns_to_make_features_depend_on_the_condition():
+    torch.manual_seed(0)
+    enc = _encoder(cond_dim=6).eval()
+    plain = _encoder().eval()
+    plain.load_state_dict({k: v for k, v in enc.state_dict().items() if not k.startswith("film.")})
+    images = torch.randint(0, 256, (4, 24, 24, 3), dtype=torch.uint8)
+    cond_a, cond_b = torch.randn(4, 6), torch.randn(4, 6)
+    assert len(enc.film) == 2  # one FiLM per stage
+    assert torch.allclose(enc(images, cond_a), plain(images))  # zero-initialised FiLM = the plain encoder
+    # Train the encoder to separate the two conditions on the same images.
+    opt = torch.optim.Adam(enc.parameters(), lr=1e-2)
+    enc.train()
+    for _ in range(20):
+        loss = -(enc(images, cond_a) - enc(images, cond_b)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    enc.eval()
+    assert (enc(images, cond_a) - enc(images, cond_b)).abs().mean() > 1e-2
+
+
+def test_film_encoder_without_its_condition_is_rejected():
+    enc = _encoder(cond_dim=6)
+    images = torch.zeros(2, 24, 24, 3, dtype=torch.uint8)
+    with pytest.raises(ValueError, match=r"needs cond \[2, 6\], got None"):
+        enc(images)
+    with pytest.raises(ValueError, match=r"needs cond \[2, 6\], got \(2, 5\)"):
+        enc(images, torch.zeros(2, 5))

@@ -48,6 +48,7 @@ class DiffusionConfig:
     num_keypoints: int = 32
     vision_feature_dim: int = 64
     share_vision_encoder: bool = False
+    vision_film: bool = False  # FiLM the camera encoders with the instruction embedding (needs a text encoder)
     # language: "none", "vocab" (trained from scratch on `vocab`) or "pretrained" (frozen model at `pretrained_text_path`)
     text_encoder: str = "none"
     vocab: list[str] = field(default_factory=list)
@@ -104,6 +105,10 @@ class DiffusionConfig:
                     f"action_horizon ({self.action_horizon}) must be divisible by 2 ** (len(down_dims) - 1) = {factor} "
                     f"for down_dims {self.down_dims}"
                 )
+        if self.vision_film and (self.text_encoder == "none" or not self.camera_names):
+            raise ValueError("vision_film conditions the cameras on the instruction: it needs camera_names and a "
+                             f"text_encoder other than 'none' (got cameras {self.camera_names}, text_encoder "
+                             f"'{self.text_encoder}')")
         if self.text_encoder == "pretrained" and not self.pretrained_text_path:
             raise ValueError("text_encoder='pretrained' needs pretrained_text_path (a local transformers model directory)")
 
