@@ -34,3 +34,61 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) outputs
+
+# ---------------------------------------------------------------------------
+# LeRobotDataset v3 interop (robot_learn/interop, tests_lerobot/) in its own venv.
+# lerobot 0.4.x pins torch<2.11, so it cannot share .venv (torch 2.13.0 CPU).
+# Here torch 2.14.1 + torchvision 0.29.1 come from the machine's local wheels,
+# lerobot is installed with --no-deps, and only what its dataset code needs is
+# added, under lerobot's own pins (huggingface-hub<0.36, av<16, ...) plus
+# numpy<2.4 (lerobot 0.4.4 hands datasets (1,)-shaped scalars, which numpy 2.4
+# refuses to convert). Every step must succeed: a venv that cannot be built
+# fails the target, and the tests import lerobot without skipping.
+LEROBOT_VENV := .venv-lerobot
+LEROBOT_BIN := $(LEROBOT_VENV)/bin
+LEROBOT_STAMP := $(LEROBOT_VENV)/.installed
+LEROBOT_VERSION := 0.4.4
+LEROBOT_DEPS := 'numpy>=2,<2.4' 'datasets>=4.0,<5' 'huggingface-hub>=0.34.2,<0.36' \
+	'diffusers>=0.30,<0.36' 'av>=15,<16' 'jsonlines>=4,<5' 'packaging>=24.2,<26' \
+	'accelerate>=1.10,<2' 'pytest>=8' 'pytest-timeout>=2.3'
+
+.PHONY: test-lerobot
+
+$(LEROBOT_STAMP): pyproject.toml
+	test -d $(LEROBOT_VENV) || $(PY) -m venv $(LEROBOT_VENV)
+	$(LEROBOT_BIN)/pip install -q --upgrade pip
+	$(LEROBOT_BIN)/pip install -q torch==2.14.1 torchvision==0.29.1
+	$(LEROBOT_BIN)/pip install -q -e . $(LEROBOT_DEPS)
+	$(LEROBOT_BIN)/pip install -q --no-deps lerobot==$(LEROBOT_VERSION)
+	$(LEROBOT_BIN)/python -c "import lerobot.datasets.lerobot_dataset, robot_learn.interop.lerobot_io"
+	touch $(LEROBOT_STAMP)
+
+test-lerobot: $(LEROBOT_STAMP)
+	OMP_NUM_THREADS=1 $(LEROBOT_BIN)/python -m pytest -q -ra tests_lerobot
+
+# ---------------------------------------------------------------------------
+# External benchmarks (envs/external/, tests_external/): gym-pusht, Meta-World v3,
+# gym-aloha, in their own venv. metaworld 3.1.1 pins mujoco==3.3.0 (metaworld
+# 3.0.0, the last without the pin, breaks on mujoco 4.0), so .venv keeps mujoco
+# 4.0 and this venv gets 3.3.0 with dm-control 1.0.28 and gym-aloha 0.1.5, all
+# resolved together by ONE pip command over the `bench` extra. (Installing the
+# extra into a venv that already has mujoco 4.0 needs
+# `pip uninstall -y mujoco mujoco-core mujoco-studio` first.) The venv ignores
+# itself in git. Run the adapters through .venv-bench/bin/robot-learn.
+BENCH_VENV := .venv-bench
+BENCH_BIN := $(BENCH_VENV)/bin
+BENCH_STAMP := $(BENCH_VENV)/.installed
+
+.PHONY: test-bench
+
+$(BENCH_STAMP): pyproject.toml
+	test -d $(BENCH_VENV) || $(PY) -m venv $(BENCH_VENV)
+	echo "*" > $(BENCH_VENV)/.gitignore
+	$(BENCH_BIN)/pip install -q --upgrade pip
+	$(BENCH_BIN)/pip install -q torch==2.13.0
+	$(BENCH_BIN)/pip install -q -e '.[dev,bench]'
+	$(BENCH_BIN)/python -c "import gym_pusht, gym_aloha, metaworld, robot_learn.envs.external"
+	touch $(BENCH_STAMP)
+
+test-bench: $(BENCH_STAMP)
+	OMP_NUM_THREADS=1 $(BENCH_BIN)/python -m pytest -q -ra tests_external

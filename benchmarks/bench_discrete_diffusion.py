@@ -8,6 +8,8 @@ Subcommands (all print their configuration first):
             --policy-dir is given (cost does not depend on the weights).
   train     Build (if missing) one demo store with every task of the suite and train
             the policy on all of it with the Trainer; saves <out>/final_policy.
+            --policy diffusion trains the continuous baseline (matched parameter
+            count) on the same store.
   language  Same initial scenes (forward tasks, held-out seeds) under the original
             instruction, the swapped instruction (reset option swap_roles: the other
             object is named) and a blank instruction; success is judged against the
@@ -111,7 +113,11 @@ def train_multitask(args: argparse.Namespace) -> None:
     from robot_learn.training import TrainConfig, Trainer
 
     torch.set_num_threads(args.threads)
-    config = discrete_diffusion_image_config(hidden_dim=args.hidden_dim, num_layers=args.layers)
+    if args.policy == "diffusion":  # the continuous baseline at a matched parameter count (~0.9 M)
+        config = diffusion_image_config(obs_horizon=1, vision_channels=[16, 32, 64], vision_blocks_per_stage=1,
+                                        down_dims=[32, 64])
+    else:
+        config = discrete_diffusion_image_config(hidden_dim=args.hidden_dim, num_layers=args.layers)
     store_path = Path(args.store)
     if not store_path.exists():
         print(f"collecting {args.episodes} expert episodes of each of {', '.join(TASK_NAMES)} into {store_path}")
@@ -121,7 +127,7 @@ def train_multitask(args: argparse.Namespace) -> None:
     demos = store.view(success=True)
     stats = store.stats(["state", "action"])
     instructions = sorted({str(s) for s in store.meta["instruction"]})
-    policy = make_policy("discrete_diffusion", config, stats, instructions=instructions)
+    policy = make_policy(args.policy, config, stats, instructions=instructions)
     sampler = WindowSampler(demos, obs_keys=tuple(policy.obs_shapes), obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=0)
     tasks = sorted(set(str(t) for t in store.meta["task"]))
@@ -195,6 +201,8 @@ def main() -> None:
     train.add_argument("--hidden-dim", type=int, default=128)
     train.add_argument("--layers", type=int, default=4)
     train.add_argument("--out", default="outputs/dd_multitask")
+    train.add_argument("--policy", default="discrete_diffusion", choices=("discrete_diffusion", "diffusion"),
+                       help="diffusion: the continuous baseline with a matched parameter count")
     language = sub.add_parser("language")
     language.add_argument("--policy-dir", required=True)
     language.add_argument("--tasks", nargs="+", default=list(FORWARD_TASKS), choices=FORWARD_TASKS)

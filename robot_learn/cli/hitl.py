@@ -1,7 +1,8 @@
 """``robot-learn hitl robot=sim_so101 policy_dir=... operator=keyboard|simulated``: one HITL session.
 
 The policy drives the robot; the operator takes over and hands back; every step is
-recorded to ``store`` with who was in control. Rerunning with the same store and
+recorded to ``store`` with who was in control and when (see
+:mod:`robot_learn.loops.session`). Rerunning with the same store and
 round resumes after the last committed episode.
 """
 

@@ -24,6 +24,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "hitl": ("robot_learn.cli.hitl", "run a HITL session: a policy drives, an operator takes over"),
     "hw": ("robot_learn.cli.hw", "real arms: find-port, scan, calibrate, teleop, record, "
            "replay, run-policy"),
+    "import-lerobot": ("robot_learn.cli.import_lerobot",
+                       "read a LeRobotDataset v3 (root or Hub id) into an episode store"),
+    "export-lerobot": ("robot_learn.cli.export_lerobot",
+                       "write an episode store as a LeRobotDataset v3 (with HITL fields)"),
 }
 
 

@@ -19,11 +19,13 @@ SOURCES: tuple[str, ...] = (
 # Per-step keys with a fixed meaning: (dtype kind accepted, stored dtype, per-step ndim).
 # Float inputs of any width are stored as float32: every producer (envs, hardware,
 # world models) agrees on one dtype, so stores written by different tools merge.
+# The exception is `timestamp` (wall-clock seconds since the epoch): float32 would
+# round it to minutes, so it is stored as float64.
 _VECTOR_KEYS = ("state", "env_state", "action", "policy_action")
 _SCALAR_FLOAT_KEYS = ("reward", "progress")
 STEP_KEYS: tuple[str, ...] = (
     "state", "env_state", "images/<camera>", "action", "policy_action",
-    "intervention", "reward", "progress", "phase",
+    "intervention", "reward", "progress", "phase", "timestamp",
 )
 _CAMERA_RE = re.compile(r"^images/[A-Za-z0-9_\-]+$")
 
@@ -53,6 +55,8 @@ def key_spec(key: str) -> tuple[str, str, int]:
         return "iu", "int64", 0
     if key == "intervention":
         return "b", "bool", 0
+    if key == "timestamp":
+        return "f", "float64", 0
     if _CAMERA_RE.match(key):
         return "u", "uint8", 3
     raise StoreError(f"unknown step key {key!r}; valid keys: {', '.join(STEP_KEYS)}")

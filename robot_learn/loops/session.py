@@ -6,21 +6,26 @@ Each control step, in order:
 3. the operator sees the observation and the proposal and may ask to take over or hand back;
 4. the :class:`~robot_learn.loops.control.ControlArbiter` decides the mode;
 5. the action of whoever is in control is sent; the step is recorded with both the
-   executed and the proposed action, who was in control and when.
+   executed and the proposed action (``action``, ``policy_action``), who was in
+   control (``intervention``: the operator, i.e. mode HUMAN; otherwise AUTONOMOUS —
+   paused and reset steps send nothing and are not recorded) and when
+   (``timestamp``: wall-clock seconds when the step was observed).
 
 Episodes are committed to the EpisodeStore one at a time (atomic appends), tagged
 ``source="intervention"`` when a human acted in them and ``"rollout"`` otherwise,
 with the round number and operator id. A session killed halfway loses only the
 episode in flight; :meth:`HITLSession.run` resumes after the last committed one.
-Per-step wall-clock timestamps and modes go to a JSON-lines log next to the store
-(the store has no per-step timestamp key).
+A store begun before timestamps were recorded keeps its schema: episodes appended
+to it carry no ``timestamp`` (a warning says so). The optional JSON-lines log gets
+one :class:`EpisodeSummary` per episode (takeovers, faults, why it paused).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+import warnings
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -49,8 +54,6 @@ class EpisodeSummary:
     paused: bool
     wall_s: float
     reason: str = ""
-    timestamps: list[float] = field(default_factory=list, repr=False)
-    modes: list[str] = field(default_factory=list, repr=False)
 
 
 class HITLSession:
@@ -80,6 +83,10 @@ class HITLSession:
         self.log_path = Path(log_path) if log_path else None
         self.arbiter = ControlArbiter()
         self.paused = False
+        self.record_timestamps = not store.keys or "timestamp" in store.keys
+        if not self.record_timestamps:
+            warnings.warn(f"store {getattr(store, 'path', store)} was begun without per-step timestamps; "
+                          "episodes appended to it keep that schema and record none", stacklevel=2)
 
     # ----- many episodes -----------------------------------------------------------
     def committed(self) -> int:
@@ -121,6 +128,7 @@ class HITLSession:
         def step(_: int) -> bool:
             nonlocal last_action, faults_in_row, previous_mode, instruction
             obs = self.robot.get_observation()
+            observed_at = time.time()
             instruction = str(obs.get("instruction", ""))
             hold = last_action if last_action is not None else _hold_action(obs)
             proposed = self.policy.act(obs) if self.policy is not None else None
@@ -164,9 +172,8 @@ class HITLSession:
             self.robot.send_action(action)
             last_action = action
             _record(rows, obs, action, proposed if proposed is not None else hold, mode is Mode.HUMAN,
-                    float(getattr(self.robot, "last_reward", 0.0)))
-            ep.timestamps.append(time.time())
-            ep.modes.append(mode.value)
+                    float(getattr(self.robot, "last_reward", 0.0)),
+                    observed_at if self.record_timestamps else None)
             return not getattr(self.robot, "done", False)
 
         if self.realtime:
@@ -211,11 +218,12 @@ def _hold_action(obs: dict[str, Any]) -> np.ndarray:
 
 
 def _record(rows: dict[str, list], obs: dict[str, Any], action: np.ndarray, proposed: np.ndarray,
-            human: bool, reward: float) -> None:
+            human: bool, reward: float, timestamp: float | None) -> None:
     info = obs.get("info", {})
     values = {"state": obs["state"], "env_state": obs.get("env_state"), "action": action,
               "policy_action": proposed, "intervention": human, "reward": reward,
-              "progress": float(info.get("progress", 0.0)), "phase": int(info.get("phase", 0))}
+              "progress": float(info.get("progress", 0.0)), "phase": int(info.get("phase", 0)),
+              "timestamp": timestamp}
     for cam, img in (obs.get("images") or {}).items():
         values[f"images/{cam}"] = img
     for key, value in values.items():

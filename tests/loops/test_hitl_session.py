@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from robot_learn.data import EpisodeStore
+from robot_learn.data import EpisodeStore, WindowSampler
 from robot_learn.envs import SimRobot
 from robot_learn.loops import DISCONNECT_MARK, HITLSession, Mode
+from robot_learn.loops.aggregation import write_selection
 from robot_learn.loops.operators import KeyboardOperator, ReplaySource, SimulatedOperator
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -37,19 +38,24 @@ def test_recorded_flags_match_who_was_in_control_step_by_step(robot, tmp_path):
     op = keyboard([{"step": 5, "type": "key_down", "key": "space"}, {"step": 5, "type": "key_down", "key": "q"},
                    {"step": 12, "type": "key_down", "key": "space"}])
     session = HITLSession(robot, HoldPolicy(), op, store, "stack", max_steps=20, round_index=2)
+    before = time.time()
     ep = session.run_episode(seed=0)
+    after = time.time()
     steps = store.episode(ep.index)["steps"]
     expected = np.zeros(20, dtype=bool)
     expected[5:12] = True
     np.testing.assert_array_equal(steps["intervention"], expected)
-    assert ep.modes == ["human" if h else "autonomous" for h in expected]
+    # Each step's wall-clock time is stored with it, as float64 seconds since the epoch.
+    stamps = steps["timestamp"]
+    assert stamps.dtype == np.float64 and stamps.shape == (20,)
+    assert np.all(np.diff(stamps) > 0) and before <= stamps[0] and stamps[-1] <= after
     # Human steps executed the operator's action (z rising), not the policy's proposal.
     dz = steps["action"][5:12, 2] - steps["policy_action"][5:12, 2]
     assert np.all(dz > 0.015)
     np.testing.assert_allclose(steps["action"][:5], steps["policy_action"][:5])
     meta = store.episode(ep.index)["meta"]
     assert (meta["source"], meta["round"], meta["operator"]) == ("intervention", 2, "keyboard")
-    assert len(ep.timestamps) == 20 and ep.takeovers == 1 and ep.human_s == pytest.approx(0.7)
+    assert ep.takeovers == 1 and ep.human_s == pytest.approx(0.7)
 
 
 def test_episode_without_human_steps_is_tagged_rollout(robot, tmp_path):
@@ -92,7 +98,8 @@ def test_takeover_requested_during_reset_applies_at_the_next_episode_start(robot
     session.arbiter.submit("takeover")  # pressed while the scene is being reset
     assert session.arbiter.step() is Mode.RESET
     second = session.run_episode(seed=1)
-    assert second.modes[0] == "human" and second.human_steps == second.steps
+    assert second.human_steps == second.steps
+    assert store.episode(second.index)["steps"]["intervention"].all()
 
 
 def test_simulated_operator_takes_over_a_stalled_policy_after_its_reaction_delay(robot, tmp_path):
@@ -116,6 +123,28 @@ def test_simulated_operator_respects_human_seconds_budget(robot, tmp_path):
     session.run(episodes=2, seed=0)
     total_human = sum(int(store.episode(i)["steps"]["intervention"].sum()) for i in range(2))
     assert total_human == 5
+
+
+def test_store_begun_without_timestamps_keeps_its_schema_and_still_trains(robot, tmp_path):
+    new = EpisodeStore.create(tmp_path / "new.zarr")
+    HITLSession(robot, HoldPolicy(), None, new, "stack", max_steps=6).run_episode(seed=0)
+    assert "timestamp" in new.keys
+    # A store written before timestamps were recorded: the same episode without them.
+    old = EpisodeStore.create(tmp_path / "old.zarr")
+    episode = new.episode(0)
+    old.append_episode({k: v for k, v in episode["steps"].items() if k != "timestamp"},
+                       {k: v for k, v in episode["meta"].items() if k != "created"})
+    with pytest.warns(UserWarning, match="without per-step timestamps"):
+        session = HITLSession(robot, HoldPolicy(), keyboard([]), old, "stack", max_steps=6)
+    session.run_episode(seed=1)
+    assert old.num_episodes == 2 and "timestamp" not in old.keys
+    # Training reads only the keys it needs, from either kind of store.
+    for store in (old, new):
+        batch = WindowSampler(store, obs_keys=("state",), obs_horizon=2, action_horizon=4, batch_size=3).sample()
+        assert batch["action"].shape == (3, 4, 5)
+    out = EpisodeStore.create(tmp_path / "train.zarr")
+    write_selection(out, new, {0: [(0, 6)]}, "intervention", keys=old.keys)
+    assert out.keys == old.keys
 
 
 KILLED_SESSION = textwrap.dedent("""

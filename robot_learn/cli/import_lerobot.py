@@ -1,0 +1,45 @@
+"""``robot-learn import-lerobot ROOT_OR_REPO_ID --out STORE``: read a LeRobotDataset v3
+into an episode store (needs the lerobot venv, see docs/interop.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+PROG = "robot-learn import-lerobot"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Arguments of ``robot-learn import-lerobot``."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Import a LeRobotDataset v3 (local root or Hub repo id) into an "
+        "episode store; episodes whose video does not decode are skipped and counted.")
+    parser.add_argument("dataset", metavar="ROOT_OR_REPO_ID",
+                        help="dataset root directory, or a Hub id 'owner/name'")
+    parser.add_argument("--out", required=True, help="episode store (created if absent)")
+    parser.add_argument("--camera", action="append", dest="cameras", default=None,
+                        help="camera to import (e.g. 'front' or 'observation.images.front'); "
+                        "repeat for several; default all")
+    parser.add_argument("--fps", type=int, default=None,
+                        help="required frame rate; an error if the dataset differs")
+    parser.add_argument("--task", default=None, help="task name for episodes (default: repo name)")
+    parser.add_argument("--source", default="teleop",
+                        help="episode source for datasets without one (default teleop)")
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point for ``robot-learn import-lerobot``; exit 2 on bad input."""
+    args = build_parser().parse_args(list(argv))
+    from robot_learn.data import StoreError
+    from robot_learn.interop.lerobot_io import InteropError, import_lerobot
+
+    try:
+        summary = import_lerobot(args.dataset, args.out, cameras=args.cameras, fps=args.fps,
+                                 task=args.task, source=args.source)
+    except (InteropError, StoreError) as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 2
+    print(summary)
+    return 1 if summary.episodes == 0 else 0

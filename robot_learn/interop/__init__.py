@@ -1,0 +1,1 @@
+"""Interop with data formats of other codebases (LeRobotDataset v3)."""
