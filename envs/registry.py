@@ -8,6 +8,7 @@ import gymnasium as gym
 
 from .base_env import TabletopEnv
 from .experts import PickPlaceExpert
+from .external import EXTERNAL_NAMES, check_external_task, is_external_task, make_external_env, make_external_expert
 from .task_base import FamilyTask
 from .task_bin import BinTask
 from .task_peg import PegTask
@@ -56,8 +57,18 @@ TASK_NAMES: tuple[str, ...] = tuple(TASK_SPECS)
 def task_spec(name: str) -> TaskSpec:
     """The ``TaskSpec`` of a task; ValueError lists the valid names."""
     if name not in TASK_SPECS:
-        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(TASK_NAMES)}")
+        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(TASK_NAMES)}; "
+                         f"external (extra 'bench'): {', '.join(EXTERNAL_NAMES)}")
     return TASK_SPECS[name]
+
+
+def check_task_name(name: str) -> str:
+    """Return ``name`` if it is one of our tasks or a known external one (``envs/external``).
+
+    ValueError lists the valid names; MissingExtraError (an ImportError) says how
+    to install an external task's package.
+    """
+    return check_external_task(name) if is_external_task(name) else task_spec(name).name
 
 
 def make_env(
@@ -68,7 +79,18 @@ def make_env(
     max_steps: int | None = None,
     render_mode: str | None = None,
 ) -> TabletopEnv:
-    """Build the env of task ``name`` (no wrappers; ``max_steps=None`` uses the spec's)."""
+    """Build the env of task ``name`` (no wrappers; ``max_steps=None`` uses the spec's).
+
+    External tasks (``pusht``, ``metaworld/<task>``, ``aloha/<task>``) get their
+    adapter; they take their benchmark's own actions, so only ``action_mode="pose"``
+    (the default) is accepted for them.
+    """
+    if is_external_task(name):
+        if action_mode != "pose":
+            raise ValueError(f"external task {name!r} takes its benchmark's own actions; leave action_mode "
+                             f"at its default")
+        return make_external_env(name, cameras=tuple(cameras), image_size=image_size, max_steps=max_steps,
+                                 render_mode=render_mode)
     spec = task_spec(name)
     task = _FAMILY_CLASSES[spec.family](forward=spec.variant == "forward")
     return TabletopEnv(
@@ -83,7 +105,9 @@ def make_env(
 
 
 def make_expert(name: str, noise: float = 0.0, seed: int | None = None) -> PickPlaceExpert:
-    """Scripted expert of task ``name`` producing pose-mode actions."""
+    """Scripted expert of task ``name`` producing pose-mode actions (external: their own actions)."""
+    if is_external_task(name):
+        return make_external_expert(name, noise=noise, seed=seed)
     task_spec(name)
     return PickPlaceExpert(name, noise=noise, seed=seed)
 

@@ -79,10 +79,10 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
     from tqdm import tqdm
 
     from robot_learn.data import EpisodeStore
-    from robot_learn.envs import TASK_NAMES, make_env, make_expert
+    from robot_learn.envs import make_env, make_expert
+    from robot_learn.envs.registry import check_task_name
 
-    if task not in TASK_NAMES:
-        raise ValueError(f"unknown task '{task}'; valid tasks: {', '.join(TASK_NAMES)}")
+    check_task_name(task)  # ValueError lists the valid tasks (external ones included)
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     path = Path(path)

@@ -14,7 +14,7 @@ from robot_learn.cli.hydra_app import run_hydra_app
 def eval_app(cfg: DictConfig) -> int:
     """Load ``cfg.checkpoint``, evaluate it on ``cfg.task`` and write the report."""
     from robot_learn.cli.policy_dirs import load_policy_for_task, resolve_policy_dir
-    from robot_learn.cli.tasks import check_task
+    from robot_learn.cli.tasks import check_task, video_cameras
     from robot_learn.evaluation import evaluate, write_report
 
     task = check_task(cfg.task.name)
@@ -25,7 +25,7 @@ def eval_app(cfg: DictConfig) -> int:
     result = evaluate(policy, task, episodes=int(cfg.episodes), seed=int(cfg.seed),
                       workers=int(cfg.workers), videos=int(cfg.videos), out_dir=out_dir,
                       max_steps=cfg.max_steps, vectorization=cfg.vectorization,
-                      progress_bar=True)
+                      progress_bar=True, **video_cameras(task))
     paths = write_report(result, out_dir, title=f"Evaluation of {cfg.checkpoint} on {task}",
                          extra={"checkpoint": str(resolve_policy_dir(cfg.checkpoint)),
                                 "policy": {"type": policy.name},

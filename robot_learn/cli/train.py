@@ -86,7 +86,7 @@ def train_app(cfg: DictConfig) -> int:
     """Run the whole pipeline; see the module docstring."""
     import torch
 
-    from robot_learn.cli.tasks import check_task
+    from robot_learn.cli.tasks import check_task, fit_policy_to_task, video_cameras
     from robot_learn.data import WindowSampler
     from robot_learn.evaluation import evaluate, write_report
     from robot_learn.policies import make_policy
@@ -102,7 +102,7 @@ def train_app(cfg: DictConfig) -> int:
     demos = ensure_demos(cfg, task)
 
     # 2. Policy and sampler.
-    policy_config = instantiate_node(cfg.policy, "policy")
+    policy_config = fit_policy_to_task(instantiate_node(cfg.policy, "policy"), task)
     policy_name = policy_name_for_config(policy_config)
     check_store_fits_policy(demos, policy_config, cfg.data.path)
     stats = demos.store.stats([*policy_config.state_dims, "action"])
@@ -136,7 +136,8 @@ def train_app(cfg: DictConfig) -> int:
     result = evaluate(trainer.ema_policy, task, episodes=int(cfg.eval.episodes),
                       seed=int(cfg.eval.seed), workers=int(cfg.eval.workers),
                       videos=int(cfg.eval.videos), out_dir=run_dir, max_steps=cfg.eval.max_steps,
-                      vectorization=cfg.eval.vectorization, progress_bar=True)
+                      vectorization=cfg.eval.vectorization, progress_bar=True,
+                      **video_cameras(task))
     paths = write_report(result, run_dir, title=f"robot-learn train: {task}, {policy_choice}", extra={
         "policy": {"type": policy_name, "preset": policy_choice, "parameters": n_params,
                    "dir": fit["final_policy_dir"]},

@@ -1,0 +1,58 @@
+"""gym-aloha's bimanual tasks (``AlohaInsertion-v0``, ``AlohaTransferCube-v0``; 50 Hz).
+
+- ``state`` (14): both arms' 6 joint positions + normalised gripper, left then right.
+- ``env_state``: the objects' free-joint qpos (cube: 7; peg then socket: 14).
+- actions (14): absolute joint targets in gym-aloha's order.
+- ``progress``: the task's staged reward / 4 (4 = success).
+
+The one camera is ``top``. gym-aloha renders three 480x640 views inside every
+step whatever is asked for, so these envs are slow; ``top`` is rendered again
+at ``image_size``. gym-aloha ships no scripted policy, so there is no expert.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import ExternalEnv
+from .registry import require
+
+MAX_REWARD = 4.0
+INSTRUCTIONS = {"insertion": "insert the peg into the socket",
+                "transfer_cube": "pick up the cube and hand it to the other arm"}
+
+
+class AlohaEnv(ExternalEnv):
+    """One gym-aloha task: ``AlohaEnv("insertion")`` or ``AlohaEnv("transfer_cube")``."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
+    camera_names = ("top",)
+
+    def __init__(self, task: str, *, name: str, max_steps: int, cameras: tuple[str, ...] = (),
+                 image_size: int | tuple[int, int] = 96, render_mode: str | None = None):
+        aloha_env = require("gym_aloha.env", "gym-aloha", name)
+        self.aloha = aloha_env.AlohaEnv(task, obs_type="pixels_agent_pos")
+        self._task = self.aloha._env.task
+        self._physics = self.aloha._env.physics
+        env_state_dim = len(self._task.get_env_state(self._physics))
+        super().__init__(name, max_steps=max_steps, cameras=cameras, image_size=image_size, state_dim=14,
+                         env_state_dim=env_state_dim, action_low=self.aloha.action_space.low,
+                         action_high=self.aloha.action_space.high, instruction=INSTRUCTIONS[task],
+                         render_mode=render_mode)
+
+    def _reset(self, seed: int) -> tuple[bool, float]:
+        self.aloha.reset(seed=seed)
+        return False, 0.0
+
+    def _step(self, action: np.ndarray) -> tuple[float, bool, float]:
+        _, reward, _, _, _ = self.aloha.step(action)
+        return float(reward), reward >= MAX_REWARD, float(reward) / MAX_REWARD
+
+    def _state(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._task.get_qpos(self._physics), self._task.get_env_state(self._physics)
+
+    def _render(self, camera: str, height: int, width: int) -> np.ndarray:
+        return self._physics.render(height=height, width=width, camera_id=camera)
+
+    def close(self):
+        self.aloha.close()
