@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 export MUJOCO_GL ?= egl
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-main test-fast bench clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -22,7 +22,12 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/robot-learn train
 
-test: $(STAMP)
+# The full suite: the main tests in .venv, then the LeRobot interop tests and the
+# external-benchmark adapter tests, each in the venv their pins need (built on
+# first use; a venv that cannot be built fails the run).
+test: test-main test-lerobot test-bench
+
+test-main: $(STAMP)
 	$(BIN)/python -m pytest -q -ra
 
 test-fast: $(STAMP)
@@ -33,7 +38,7 @@ bench: $(STAMP)
 	for b in env store train inference hardware; do $(BIN)/python benchmarks/bench_$$b.py || exit 1; done
 
 clean:
-	rm -rf $(VENV) outputs
+	rm -rf $(VENV) .venv-lerobot .venv-bench outputs
 
 # ---------------------------------------------------------------------------
 # LeRobotDataset v3 interop (robot_learn/interop, tests_lerobot/) in its own venv.
