@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from robot_learn.policies.state_encoder import StateEncoder
-from robot_learn.policies.text_encoder import TextEncoder
+from robot_learn.policies.text_encoder import TextEncoder, batch_instructions
 from robot_learn.policies.vision_encoder import VisionEncoder
 
 
@@ -80,15 +80,7 @@ class ObservationEncoder(nn.Module):
         return torch.cat(parts, dim=-1), text_features
 
     def _encode_text(self, obs: Mapping[str, Any]) -> torch.Tensor:
-        batch = _batch_size(obs)
-        instructions = obs.get("instruction")
-        if instructions is None:
-            raise ValueError("this policy is language-conditioned: the observation needs 'instruction' (list of B strings)")
-        if isinstance(instructions, str):
-            instructions = [instructions] * batch
-        if len(instructions) != batch:
-            raise ValueError(f"got {len(instructions)} instructions for a batch of {batch}")
-        return self.text_encoder(list(instructions))
+        return self.text_encoder(batch_instructions(obs, _batch_size(obs)))
 
 
 def _batch_size(obs: Mapping[str, Any]) -> int:

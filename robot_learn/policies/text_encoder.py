@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -21,6 +22,19 @@ PAD_TOKEN, UNK_TOKEN = "<pad>", "<unk>"
 def split_words(text: str) -> list[str]:
     """Lower-case words of ``text`` (punctuation dropped)."""
     return _WORD.findall(text.lower())
+
+
+def batch_instructions(obs: Mapping[str, Any], batch: int) -> list[str]:
+    """The B instructions of an observation batch (one string is repeated B times);
+    ValueError when they are missing or their count differs from ``batch``."""
+    instructions = obs.get("instruction")
+    if instructions is None:
+        raise ValueError("this policy is language-conditioned: the observation needs 'instruction' (list of B strings)")
+    if isinstance(instructions, str):
+        return [instructions] * batch
+    if len(instructions) != batch:
+        raise ValueError(f"got {len(instructions)} instructions for a batch of {batch}")
+    return list(instructions)
 
 
 def build_vocab(instructions: Iterable[str]) -> list[str]:

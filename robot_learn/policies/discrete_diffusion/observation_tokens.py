@@ -18,7 +18,7 @@ from torch import nn
 
 from robot_learn.policies.image_crop import CroppingImageModule
 from robot_learn.policies.normalizer import MinMaxNormalizer
-from robot_learn.policies.text_encoder import split_words
+from robot_learn.policies.text_encoder import batch_instructions, split_words
 
 
 def _conv_out(size: int, kernel: int, stride: int, padding: int) -> int:
@@ -117,14 +117,7 @@ class ObservationTokens(nn.Module):
             parts.append(tokens)
             pads.append(torch.zeros(batch, tokens.shape[1], dtype=torch.bool, device=device))
         if self.word_ids is not None:
-            instructions = obs.get("instruction")
-            if instructions is None:
-                raise ValueError("this policy is language-conditioned: the observation needs 'instruction' (list of B strings)")
-            if isinstance(instructions, str):
-                instructions = [instructions] * batch
-            if len(instructions) != batch:
-                raise ValueError(f"got {len(instructions)} instructions for a batch of {batch}")
-            rows = [self.word_token_ids(text) for text in instructions]
+            rows = [self.word_token_ids(text) for text in batch_instructions(obs, batch)]
             length = max(len(row) for row in rows)
             ids = torch.zeros(batch, length, dtype=torch.long, device=device)
             for index, row in enumerate(rows):
