@@ -31,8 +31,12 @@ import numpy as np
 import torch
 
 from robot_learn.policies import make_policy
-from robot_learn.policies.diffusion import diffusion_image_config
-from robot_learn.policies.discrete_diffusion import DECODINGS, discrete_diffusion_image_config
+from robot_learn.policies.diffusion import diffusion_image_config, diffusion_state_config
+from robot_learn.policies.discrete_diffusion import (
+    DECODINGS,
+    discrete_diffusion_image_config,
+    discrete_diffusion_state_config,
+)
 
 INSTRUCTION = "put the red cube on the blue cube"
 FORWARD_TASKS = ("stack", "peg_insert", "bin_place")
@@ -113,7 +117,14 @@ def train_multitask(args: argparse.Namespace) -> None:
     from robot_learn.training import TrainConfig, Trainer
 
     torch.set_num_threads(args.threads)
-    if args.policy == "diffusion":  # the continuous baseline at a matched parameter count (~0.9 M)
+    if args.obs == "state":  # proprioception + privileged object state + instruction, no cameras
+        state_dims = {"state": 10, "env_state": 14}
+        if args.policy == "diffusion":  # the continuous baseline at a matched parameter count
+            config = diffusion_state_config(down_dims=[48, 96], text_encoder="vocab")
+        else:
+            config = discrete_diffusion_state_config(state_dims=state_dims, hidden_dim=args.hidden_dim,
+                                                     num_layers=args.layers)
+    elif args.policy == "diffusion":  # the continuous baseline at a matched parameter count (~0.9 M)
         config = diffusion_image_config(obs_horizon=1, vision_channels=[16, 32, 64], vision_blocks_per_stage=1,
                                         down_dims=[32, 64])
     else:
@@ -125,7 +136,7 @@ def train_multitask(args: argparse.Namespace) -> None:
                                 image_size=config.image_size, noise=args.noise)
     store = EpisodeStore.open(store_path, mode="r")
     demos = store.view(success=True)
-    stats = store.stats(["state", "action"])
+    stats = store.stats([*config.state_dims, "action"])
     instructions = sorted({str(s) for s in store.meta["instruction"]})
     policy = make_policy(args.policy, config, stats, instructions=instructions)
     sampler = WindowSampler(demos, obs_keys=tuple(policy.obs_shapes), obs_horizon=policy.obs_horizon,
@@ -201,6 +212,8 @@ def main() -> None:
     train.add_argument("--hidden-dim", type=int, default=128)
     train.add_argument("--layers", type=int, default=4)
     train.add_argument("--out", default="outputs/dd_multitask")
+    train.add_argument("--obs", default="image", choices=("image", "state"),
+                       help="state: no cameras; state + privileged env_state + instruction")
     train.add_argument("--policy", default="discrete_diffusion", choices=("discrete_diffusion", "diffusion"),
                        help="diffusion: the continuous baseline with a matched parameter count")
     language = sub.add_parser("language")

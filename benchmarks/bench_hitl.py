@@ -28,7 +28,8 @@ def main() -> None:
     ap.add_argument("--methods", nargs="+", default=["hgdagger", "hgdagger_curated", "recap", "autonomous"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--demos", type=int, default=30)
-    ap.add_argument("--base-steps", type=int, default=600)
+    ap.add_argument("--base-steps", type=int, default=800)
+    ap.add_argument("--lr", type=float, default=1e-3, help="base training and fine-tuning (the default recipe's lr)")
     ap.add_argument("--episodes", type=int, default=10, help="collected per round")
     ap.add_argument("--train-steps", type=int, default=400, help="fine-tune steps per round")
     ap.add_argument("--eval-episodes", type=int, default=30)
@@ -63,7 +64,7 @@ def main() -> None:
         if not demo_path.exists():
             collect_demos(task, args.demos, demo_path, cameras=(), progress_bar=False)
         demos = EpisodeStore.open(demo_path).view(success=True)
-        train_cfg = TrainConfig(steps=args.base_steps, batch_size=args.batch_size, warmup_steps=20, ckpt_every=0,
+        train_cfg = TrainConfig(steps=args.base_steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=50, ckpt_every=0,
                                 log_every=50, device="cpu", num_threads=1, progress_bar=False,
                                 out_dir=str(tdir / "base"))
         config = diffusion_state_config()

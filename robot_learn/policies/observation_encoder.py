@@ -38,6 +38,7 @@ class ObservationEncoder(nn.Module):
         vision_feature_dim: int = 64,
         share_vision_encoder: bool = False,
         vision_film: bool = False,
+        vision_pool: str = "spatial_softmax",
     ) -> None:
         super().__init__()
         if not state_dims and not camera_names:
@@ -51,7 +52,7 @@ class ObservationEncoder(nn.Module):
 
         def vision() -> VisionEncoder:
             return VisionEncoder(image_size, crop_size, vision_channels, vision_blocks_per_stage, num_keypoints,
-                                 vision_feature_dim, film_dim)
+                                 vision_feature_dim, film_dim, vision_pool)
 
         names = ("shared",) if share_vision_encoder and self.camera_names else self.camera_names
         self.vision_encoders = nn.ModuleDict({name: vision() for name in names})

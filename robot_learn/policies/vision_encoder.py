@@ -64,11 +64,30 @@ class SpatialSoftmax(nn.Module):
         return (attention @ grid).reshape(n, 2 * k)
 
 
+VISION_POOLS = ("spatial_softmax", "flatten")
+
+
+class FlattenHead(nn.Module):
+    """Feature maps -> a 1x1 conv down to ``channels`` -> flattened, so each output
+    weight reads one place in the image (the DrQ / SAC-AE style of head)."""
+
+    def __init__(self, in_channels: int, channels: int, height: int, width: int) -> None:
+        super().__init__()
+        self.reduce = nn.Conv2d(in_channels, channels, 1)
+        self.out_dim = channels * height * width
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.reduce(features).flatten(1)
+
+
 class VisionEncoder(CroppingImageModule):
     """uint8 ``[N, H, W, 3]`` -> ``[N, out_dim]``.
 
     ``channels`` gives the width of each stage (ResNet-18 is 64, 128, 256, 512 with
     two blocks per stage); the default is a quarter of that, enough for 84x84 crops.
+    ``pool`` reads the last feature map: ``spatial_softmax`` (``num_keypoints``
+    expected positions, the diffusion-policy default) or ``flatten`` (a 1x1 conv to
+    ``num_keypoints // 2`` channels, flattened).
     """
 
     def __init__(
@@ -80,9 +99,12 @@ class VisionEncoder(CroppingImageModule):
         num_keypoints: int = 32,
         out_dim: int = 64,
         cond_dim: int = 0,
+        pool: str = "spatial_softmax",
     ) -> None:
         if not 0 < crop_size <= image_size:
             raise ValueError(f"crop_size must be in (0, image_size={image_size}], got {crop_size}")
+        if pool not in VISION_POOLS:
+            raise ValueError(f"unknown vision pool {pool!r}; valid: {', '.join(VISION_POOLS)}")
         super().__init__(image_size, crop_size)
         stages: list[nn.Module] = [
             nn.Conv2d(3, channels[0], 3, stride=2, padding=1, bias=False),
@@ -104,8 +126,14 @@ class VisionEncoder(CroppingImageModule):
         self.backbone = nn.Sequential(*stages)
         self.film = nn.ModuleDict(film)
         self.cond_dim = int(cond_dim)
-        self.pool = SpatialSoftmax(width, num_keypoints)
-        self.head = nn.Sequential(nn.Linear(2 * num_keypoints, out_dim), nn.Mish())
+        if pool == "flatten":
+            with torch.no_grad():
+                _, _, height, width_px = nn.Sequential(*stages)(torch.zeros(1, 3, crop_size, crop_size)).shape
+            self.pool: nn.Module = FlattenHead(width, max(1, num_keypoints // 2), height, width_px)
+            self.head = nn.Sequential(nn.Linear(self.pool.out_dim, out_dim), nn.LayerNorm(out_dim), nn.Mish())
+        else:
+            self.pool = SpatialSoftmax(width, num_keypoints)
+            self.head = nn.Sequential(nn.Linear(2 * num_keypoints, out_dim), nn.Mish())
         self.out_dim = int(out_dim)
 
     def forward(self, images: torch.Tensor, cond: torch.Tensor | None = None) -> torch.Tensor:

@@ -79,3 +79,19 @@ def test_film_encoder_without_its_condition_is_rejected():
         enc(images)
     with pytest.raises(ValueError, match=r"needs cond \[2, 6\], got \(2, 5\)"):
         enc(images, torch.zeros(2, 5))
+
+
+def test_flatten_pool_reads_where_a_blob_is():
+    """The flatten head keeps position: the same blob in two places gives different features,
+    and an unknown pool name is rejected with the valid ones."""
+    torch.manual_seed(0)
+    enc = _encoder(pool="flatten").eval()
+    left = torch.zeros(1, 24, 24, 3, dtype=torch.uint8)
+    right = left.clone()
+    left[:, 4:8, 4:8] = 255
+    right[:, 4:8, 14:18] = 255
+    out = enc(torch.cat([left, right]))
+    assert out.shape == (2, 8)
+    assert (out[0] - out[1]).abs().max() > 1e-3
+    with pytest.raises(ValueError, match="unknown vision pool 'max'; valid: spatial_softmax, flatten"):
+        _encoder(pool="max")

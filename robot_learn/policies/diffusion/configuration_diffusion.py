@@ -18,6 +18,7 @@ DENOISERS = ("unet", "transformer")
 INFERENCE_SCHEDULERS = ("ddpm", "ddim", "dpmsolver")
 PREDICTION_TYPES = ("epsilon", "sample")
 TEXT_ENCODERS = ("none", "vocab", "pretrained")
+VISION_POOLS = ("spatial_softmax", "flatten")  # robot_learn.policies.vision_encoder.VISION_POOLS
 
 
 @dataclass
@@ -48,6 +49,7 @@ class DiffusionConfig:
     num_keypoints: int = 32
     vision_feature_dim: int = 64
     share_vision_encoder: bool = False
+    vision_pool: str = "spatial_softmax"  # or "flatten" (see VisionEncoder)
     vision_film: bool = False  # FiLM the camera encoders with the instruction embedding (needs a text encoder)
     # language: "none", "vocab" (trained from scratch on `vocab`) or "pretrained" (frozen model at `pretrained_text_path`)
     text_encoder: str = "none"
@@ -92,6 +94,7 @@ class DiffusionConfig:
         check_choice("inference_scheduler", self.inference_scheduler, INFERENCE_SCHEDULERS)
         check_choice("prediction_type", self.prediction_type, PREDICTION_TYPES)
         check_choice("text_encoder", self.text_encoder, TEXT_ENCODERS)
+        check_choice("vision_pool", self.vision_pool, VISION_POOLS)
         check_observes_something(self)
         check_at_least(self, ("action_dim", "obs_horizon", "action_horizon", "execute_horizon", "num_train_timesteps",
                               "num_inference_steps"), 1)

@@ -94,6 +94,7 @@ class DiffusionPolicy(Policy):
             vision_feature_dim=config.vision_feature_dim,
             share_vision_encoder=config.share_vision_encoder,
             vision_film=config.vision_film,
+            vision_pool=config.vision_pool,
         )
         step_dim, text_dim = self.obs_encoder.step_dim, self.obs_encoder.text_dim
         if config.denoiser == "unet":
