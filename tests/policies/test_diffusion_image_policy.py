@@ -155,8 +155,10 @@ def test_presets_match_the_cli_policies():
     assert state.state_dims == {"state": 10, "env_state": 14} and state.camera_names == [] and state.text_encoder == "none"
     image = diffusion_image_config()
     assert image.state_dims == {"state": 10} and image.camera_names == ["front", "wrist"] and image.text_encoder == "vocab"
+    assert (state.obs_horizon, image.obs_horizon) == (2, 1)
+    assert image.vision_channels == [16, 32, 64] and image.vision_blocks_per_stage == 1
     for config in (state, image):
-        assert config.denoiser == "unet" and (config.obs_horizon, config.action_horizon, config.execute_horizon) == (2, 16, 8)
+        assert config.denoiser == "unet" and (config.action_horizon, config.execute_horizon) == (16, 8)
         assert config.inference_scheduler == "ddim" and config.num_inference_steps == 10
     assert isinstance(diffusion_image_config(down_dims=[32, 64]), DiffusionConfig)
 
@@ -166,8 +168,8 @@ def test_image_preset_builds_a_policy_for_the_env_shapes():
     assert policy.obs_shapes == {"state": (10,), "images/front": (96, 96, 3), "images/wrist": (96, 96, 3)}
     policy.eval()
     obs = {
-        "state": torch.zeros(1, 2, 10),
-        "images": {c: torch.zeros(1, 2, 96, 96, 3, dtype=torch.uint8) for c in ("front", "wrist")},
+        "state": torch.zeros(1, 1, 10),
+        "images": {c: torch.zeros(1, 1, 96, 96, 3, dtype=torch.uint8) for c in ("front", "wrist")},
         "instruction": [INSTRUCTIONS[0]],
     }
     assert policy.predict_action_chunk(obs).shape == (1, 16, 5)

@@ -128,7 +128,8 @@ def diffusion_state_config(**overrides: Any) -> DiffusionConfig:
 
 def diffusion_image_config(**overrides: Any) -> DiffusionConfig:
     """Image + language U-Net policy: ``state`` (10), cameras ``front`` and ``wrist`` (96x96,
-    cropped to 84), and the instruction through a vocabulary text encoder.
+    cropped to 84; a 3-stage, one-block-per-stage ResNet each), one observation step,
+    and the instruction through a vocabulary text encoder.
 
     The vocabulary is filled from the dataset's instructions when the policy is built
     (``make_policy(..., instructions=...)``) unless given here as ``vocab``.
@@ -138,6 +139,9 @@ def diffusion_image_config(**overrides: Any) -> DiffusionConfig:
         camera_names=["front", "wrist"],
         image_size=96,
         crop_size=84,
+        obs_horizon=1,
+        vision_channels=[16, 32, 64],
+        vision_blocks_per_stage=1,
         text_encoder="vocab",
         denoiser="unet",
     )
