@@ -46,12 +46,13 @@ def _fake_stats() -> dict:
     def entry(d: int) -> dict:
         return {k: np.full(d, v, np.float32) for k, v in (("min", -1), ("max", 1), ("q01", -1), ("q99", 1),
                                                            ("mean", 0), ("std", 1))}
-    return {"state": entry(10), "action": entry(5)}
+    return {"state": entry(10), "env_state": entry(14), "action": entry(5)}
 
 
 def _obs(image_size: int, obs_horizon: int) -> dict:
     rng = np.random.default_rng(0)
     return {"state": torch.from_numpy(rng.normal(size=(1, obs_horizon, 10)).astype(np.float32)),
+            "env_state": torch.from_numpy(rng.normal(size=(1, obs_horizon, 14)).astype(np.float32)),
             "images": {c: torch.from_numpy(rng.integers(0, 255, (1, obs_horizon, image_size, image_size, 3), dtype=np.uint8))
                        for c in ("front", "wrist")},
             "instruction": [INSTRUCTION]}
@@ -79,7 +80,11 @@ def bench_decode(args: argparse.Namespace) -> None:
         dd = make_policy("discrete_diffusion", discrete_diffusion_image_config(), _fake_stats(), instructions=[INSTRUCTION])
     dd.eval()
     torch.manual_seed(0)
-    ddim = make_policy("diffusion", diffusion_image_config(), _fake_stats(), instructions=[INSTRUCTION]).eval()
+    if dd.config.camera_names:
+        ddim = make_policy("diffusion", diffusion_image_config(), _fake_stats(), instructions=[INSTRUCTION]).eval()
+    else:  # a state policy: compare with the continuous state baseline of the multi-task benchmark
+        ddim = make_policy("diffusion", diffusion_state_config(down_dims=[48, 96], text_encoder="vocab"), _fake_stats(),
+                           instructions=[INSTRUCTION]).eval()
     c = dd.config
     print(f"config: batch 1, torch threads {args.threads}, {args.repeats} chunks per row (p50 reported)")
     print(f"  discrete_diffusion: {sum(p.numel() for p in dd.parameters()) / 1e6:.2f} M params, backbone {c.backbone} "
