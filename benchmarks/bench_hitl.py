@@ -29,7 +29,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--demos", type=int, default=30)
     ap.add_argument("--base-steps", type=int, default=800)
-    ap.add_argument("--lr", type=float, default=1e-3, help="base training and fine-tuning (the default recipe's lr)")
+    ap.add_argument("--lr", type=float, default=1e-3, help="base training (the default recipe's lr)")
+    ap.add_argument("--finetune-lr", type=float, default=None, help="per-round fine-tuning lr (default: --lr)")
     ap.add_argument("--episodes", type=int, default=10, help="collected per round")
     ap.add_argument("--train-steps", type=int, default=400, help="fine-tune steps per round")
     ap.add_argument("--eval-episodes", type=int, default=30)
@@ -94,7 +95,8 @@ def main() -> None:
                 return operator
 
             ctx = LoopContext(mdir, task, demos, make_robot, make_operator,
-                              dataclasses.replace(train_cfg, out_dir=str(mdir)), max_steps=max_steps)
+                              dataclasses.replace(train_cfg, out_dir=str(mdir), lr=args.finetune_lr or args.lr),
+                              max_steps=max_steps)
             history, policy_dir, t0 = [base], base_dir, time.perf_counter()
             for r in range(1, args.rounds + 1):
                 policy_dir, numbers = run_hitl_round(ctx, loop_cfg, r, policy_dir)
