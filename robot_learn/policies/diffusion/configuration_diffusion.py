@@ -13,12 +13,12 @@ from typing import Any
 from robot_learn.policies.config_checks import (
     check_at_least, check_choice, check_execution_fits_chunk, check_observes_something,
 )
+from robot_learn.policies.vision_encoder import VISION_POOLS
 
 DENOISERS = ("unet", "transformer")
 INFERENCE_SCHEDULERS = ("ddpm", "ddim", "dpmsolver")
 PREDICTION_TYPES = ("epsilon", "sample")
 TEXT_ENCODERS = ("none", "vocab", "pretrained")
-VISION_POOLS = ("spatial_softmax", "flatten")  # robot_learn.policies.vision_encoder.VISION_POOLS
 
 
 @dataclass
