@@ -22,17 +22,20 @@ from robot_learn.policies import load_policy, make_policy
 from robot_learn.policies.discrete_diffusion import DECODINGS
 
 
-def _rows(args: argparse.Namespace) -> list[tuple[str, object, str | None]]:
+def _rows(args: argparse.Namespace) -> list[tuple[str, object, str | None, int | None]]:
     dd = load_policy(args.dd, expected_type="discrete_diffusion")
-    rows: list[tuple[str, object, str | None]] = [(f"discrete {m}", dd, m) for m in args.modes]
+    rows: list[tuple[str, object, str | None, int | None]] = []
+    for m in args.modes:
+        iterative = m in ("maskgit", "adaptive") and args.rounds
+        rows += [(f"discrete {m} K={k}", dd, m, k) for k in args.rounds] if iterative else [(f"discrete {m}", dd, m, None)]
     if args.baseline:
-        rows.append(("continuous DDIM-10", load_policy(args.baseline, expected_type="diffusion"), None))
+        rows.append(("continuous DDIM-10", load_policy(args.baseline, expected_type="diffusion"), None, None))
     if args.untrained:
         torch.manual_seed(0)
         untrained = make_policy("discrete_diffusion", dd.config, None)
         buffers = dict(dd.named_buffers())  # same normalisers / tokenizer range as the trained policy, fresh weights
         untrained.load_state_dict({k: buffers.get(k, v) for k, v in untrained.state_dict().items()})
-        rows.append(("discrete untrained", untrained, "maskgit"))
+        rows.append(("discrete untrained", untrained, "maskgit", None))
     return rows
 
 
@@ -44,19 +47,29 @@ def main() -> None:
     ap.add_argument("--modes", nargs="+", default=list(DECODINGS), choices=DECODINGS)
     ap.add_argument("--episodes", type=int, default=10, help="held-out seeds per task and row")
     ap.add_argument("--untrained", action="store_true", help="add the untrained discrete-diffusion policy")
+    ap.add_argument("--rounds", type=int, nargs="+", default=None,
+                    help="decoding rounds K for maskgit/adaptive rows (several give one row each; default: the config's)")
+    ap.add_argument("--token-temperature", type=float, default=None,
+                    help="override the checkpoint's token sampling temperature (0 = argmax)")
+    ap.add_argument("--choice-temperature", type=float, default=None,
+                    help="override the Gumbel temperature of the keep/re-mask choice")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     rows = _rows(args)
     print(f"config: dd {args.dd}, baseline {args.baseline or '-'}, tasks {args.tasks}, {args.episodes} held-out "
-          f"seeds per task, threads {args.threads}")
-    for name, policy, _ in rows:
+          f"seeds per task, threads {args.threads}, "
+          f"token temperature {args.token_temperature}, choice temperature {args.choice_temperature}")
+    for name, policy, _, _ in rows:
         print(f"  {name}: {sum(p.numel() for p in policy.parameters()) / 1e6:.2f} M params")
-    header = f"{'policy':<24}" + "".join(f"{t:>12}" for t in args.tasks) + f"{'average [95% CI]':>24}{'time':>8}"
+    header = f"{'policy':<28}" + "".join(f"{t:>12}" for t in args.tasks) + f"{'average [95% CI]':>24}{'time':>8}"
     print("\n" + header)
-    for name, policy, mode in rows:
+    default_rounds = rows[0][1].config.decoding_rounds
+    for name, policy, mode, rounds in rows:
         if mode is not None:
-            policy.set_decoding(mode)
+            knobs = {k: v for k, v in (("token_temperature", args.token_temperature),
+                                       ("choice_temperature", args.choice_temperature)) if v is not None}
+            policy.set_decoding(mode, rounds=rounds or default_rounds, **knobs)
         t0 = time.perf_counter()
         results = [evaluate(policy, task, episodes=args.episodes, workers=1, videos=0, vectorization="sync")
                    for task in args.tasks]
@@ -64,7 +77,7 @@ def main() -> None:
         total = summarize([e.success for e in episodes], [e.progress for e in episodes], [e.length for e in episodes])
         cells = "".join(f"{r.summary.successes:>9}/{r.summary.episodes:<2}" for r in results)
         avg = f"{total.success_rate:.0%} [{total.ci_low:.0%}, {total.ci_high:.0%}]"
-        print(f"{name:<24}{cells}{avg:>24}{time.perf_counter() - t0:>7.0f}s", flush=True)
+        print(f"{name:<28}{cells}{avg:>24}{time.perf_counter() - t0:>7.0f}s", flush=True)
     print("(cells: successes / episodes per task; interval: Wilson 95% over all tasks' episodes)")
 
 

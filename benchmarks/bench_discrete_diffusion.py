@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from robot_learn.envs.base_env import OBJECT_SLOTS, OBJECTS_DIM
 from robot_learn.policies import make_policy
 from robot_learn.policies.diffusion import diffusion_image_config, diffusion_state_config
 from robot_learn.policies.discrete_diffusion import (
@@ -98,9 +99,11 @@ def bench_decode(args: argparse.Namespace) -> None:
     rows.append(("diffusion DDIM-10", ddim.num_inference_steps, base_p50, ddim.action_horizon))
     obs = _obs(c.image_size, dd.obs_horizon)
     for mode in args.modes:
-        dd.set_decoding(mode)
-        times = _time_chunks(dd, obs, args.repeats)
-        rows.append((f"discrete {mode}", dd.last_nfe, statistics.median(times), dd.action_horizon))
+        for rounds in args.rounds if mode in ("maskgit", "adaptive") else [None]:
+            dd.set_decoding(mode, rounds=rounds or c.decoding_rounds)
+            times = _time_chunks(dd, obs, args.repeats)
+            label = f"discrete {mode}" + (f" K={rounds}" if rounds else "")
+            rows.append((label, dd.last_nfe, statistics.median(times), dd.action_horizon))
     if not args.policy_dir:
         # Same model without the prefix cache: every round re-runs image, word and state tokens.
         torch.manual_seed(0)
@@ -122,13 +125,16 @@ def train_multitask(args: argparse.Namespace) -> None:
     from robot_learn.training import TrainConfig, Trainer
 
     torch.set_num_threads(args.threads)
-    if args.obs == "state":  # proprioception + privileged object state + instruction, no cameras
-        state_dims = {"state": 10, "env_state": 14}
+    if args.obs in ("state", "objects"):  # proprioception + privileged object state + instruction, no cameras
+        # "state": env_state lists objects by role; "objects": by colour, so only the words name the roles.
+        key, size = ("env_state", 14) if args.obs == "state" else ("objects", OBJECTS_DIM)
+        state_dims = {"state": 10, key: size}
         if args.policy == "diffusion":  # the continuous baseline at a matched parameter count
-            config = diffusion_state_config(down_dims=[48, 96], text_encoder="vocab")
+            config = diffusion_state_config(state_dims=state_dims, down_dims=[48, 96], text_encoder="vocab")
         else:
-            config = discrete_diffusion_state_config(state_dims=state_dims, hidden_dim=args.hidden_dim,
-                                                     num_layers=args.layers)
+            config = discrete_diffusion_state_config(
+                state_dims=state_dims, hidden_dim=args.hidden_dim, num_layers=args.layers,
+                state_tokens={"objects": OBJECT_SLOTS} if args.obs == "objects" else {})
     elif args.policy == "diffusion":  # the continuous baseline at a matched parameter count (~0.9 M)
         config = diffusion_image_config(obs_horizon=1, vision_channels=[16, 32, 64], vision_blocks_per_stage=1,
                                         down_dims=[32, 64])
@@ -138,7 +144,8 @@ def train_multitask(args: argparse.Namespace) -> None:
     if not store_path.exists():
         print(f"collecting {args.episodes} expert episodes of each of {', '.join(TASK_NAMES)} into {store_path}")
         collect_multitask_demos(TASK_NAMES, args.episodes, store_path, cameras=config.camera_names,
-                                image_size=config.image_size, noise=args.noise)
+                                image_size=config.image_size, noise=args.noise,
+                                obs_keys=("state", "env_state", *(["objects"] if args.obs == "objects" else [])))
     store = EpisodeStore.open(store_path, mode="r")
     demos = store.view(success=True)
     stats = store.stats([*config.state_dims, "action"])
@@ -192,8 +199,8 @@ def _episode(env, policy, seed: int, swap: bool, blank: bool) -> bool:
     while True:
         if blank:
             obs = {**obs, "instruction": ""}
-        batched = {"state": obs["state"][None], "images": {k: v[None] for k, v in obs["images"].items()},
-                   "instruction": [obs["instruction"]]}
+        batched = {**{k: obs[k][None] for k in policy.config.state_dims},
+                   "images": {k: v[None] for k, v in obs["images"].items()}, "instruction": [obs["instruction"]]}
         action = policy.select_action(batched, generator=generator)[0].numpy().astype(np.float32)
         obs, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
@@ -206,6 +213,7 @@ def main() -> None:
     decode = sub.add_parser("decode")
     decode.add_argument("--policy-dir", default="")
     decode.add_argument("--repeats", type=int, default=30)
+    decode.add_argument("--rounds", type=int, nargs="+", default=[12], help="K values for maskgit/adaptive rows")
     decode.add_argument("--modes", nargs="+", default=list(DECODINGS), choices=DECODINGS)
     train = sub.add_parser("train")
     train.add_argument("--store", default="data/all_tasks_demos_front_wrist_96.zarr")
@@ -217,8 +225,9 @@ def main() -> None:
     train.add_argument("--hidden-dim", type=int, default=128)
     train.add_argument("--layers", type=int, default=4)
     train.add_argument("--out", default="outputs/dd_multitask")
-    train.add_argument("--obs", default="image", choices=("image", "state"),
-                       help="state: no cameras; state + privileged env_state + instruction")
+    train.add_argument("--obs", default="image", choices=("image", "state", "objects"),
+                       help="state: no cameras, state + env_state (objects by role) + instruction; "
+                            "objects: state + objects (slots by colour) + instruction")
     train.add_argument("--policy", default="discrete_diffusion", choices=("discrete_diffusion", "diffusion"),
                        help="diffusion: the continuous baseline with a matched parameter count")
     language = sub.add_parser("language")

@@ -28,7 +28,9 @@ def main() -> None:
     ap.add_argument("--methods", nargs="+", default=["hgdagger", "hgdagger_curated", "recap", "autonomous"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--demos", type=int, default=30)
-    ap.add_argument("--base-steps", type=int, default=800)
+    ap.add_argument("--base-steps", nargs="+", default=["800"],
+                    help="base training steps: one number for every task, or TASK=STEPS pairs "
+                         "(e.g. stack=2000 peg_insert=4000) to put each family's base at 20-50%%")
     ap.add_argument("--lr", type=float, default=1e-3, help="base training (the default recipe's lr)")
     ap.add_argument("--finetune-lr", type=float, default=None, help="per-round fine-tuning lr (default: --lr)")
     ap.add_argument("--episodes", type=int, default=10, help="collected per round")
@@ -40,8 +42,9 @@ def main() -> None:
     ap.add_argument("--small", action="store_true", help="tiny budget: checks the plumbing only")
     args = ap.parse_args()
     if args.small:
-        args.demos, args.base_steps, args.episodes, args.train_steps = 4, 20, 2, 10
+        args.demos, args.base_steps, args.episodes, args.train_steps = 4, ["20"], 2, 10
         args.eval_episodes, args.rounds, args.batch_size, args.budget_s = 2, 1, 8, 5.0
+    base_steps = _steps_per_task(args.base_steps, args.tasks)
     torch.set_num_threads(1)
 
     from robot_learn.cli.demos import collect_demos
@@ -65,7 +68,7 @@ def main() -> None:
         if not demo_path.exists():
             collect_demos(task, args.demos, demo_path, cameras=(), progress_bar=False)
         demos = EpisodeStore.open(demo_path).view(success=True)
-        train_cfg = TrainConfig(steps=args.base_steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=50, ckpt_every=0,
+        train_cfg = TrainConfig(steps=base_steps[task], batch_size=args.batch_size, lr=args.lr, warmup_steps=50, ckpt_every=0,
                                 log_every=50, device="cpu", num_threads=1, progress_bar=False,
                                 out_dir=str(tdir / "base"))
         config = diffusion_state_config()
@@ -125,6 +128,16 @@ def main() -> None:
             print(f"  {m:17s} {ratios[len(ratios) // 2]:.2f}")
     (out / "results.json").write_text(json.dumps(results, indent=2))
     print(f"\ntotal {time.perf_counter() - t_all:.0f} s; results in {out / 'results.json'}")
+
+
+def _steps_per_task(values: list[str], tasks: list[str]) -> dict[str, int]:
+    """``["800"]`` -> 800 for every task; ``["stack=2000", "peg_insert=4000"]`` -> per task."""
+    if len(values) == 1 and "=" not in values[0]:
+        return {task: int(values[0]) for task in tasks}
+    pairs = dict(v.split("=", 1) for v in values if "=" in v)
+    if len(pairs) != len(values) or set(pairs) != set(tasks):
+        raise SystemExit(f"--base-steps needs one number or TASK=STEPS for each of {tasks}; got {values}")
+    return {task: int(pairs[task]) for task in tasks}
 
 
 if __name__ == "__main__":

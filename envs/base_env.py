@@ -32,6 +32,11 @@ HOME_TCP = (0.15, 0.0, 0.16)
 # (random actions) cannot fling objects across the table.
 MAX_TARGET_STEP = 0.4  # grasp centre at reset, above the workspace
 STATE_VERSION = 1.0
+# The "objects" observation: per slot pose (7) + colour one-hot; one slot per role.
+OBJECT_SLOTS = 3
+OBJECT_FEATURES = 7 + len(COLOUR_NAMES)
+OBJECTS_DIM = OBJECT_SLOTS * OBJECT_FEATURES
+
 # get_state() header: version, family, variant, template, step count, 3 colours.
 _HEADER = 8
 # An ordered string, not a set: gymnasium's shared memory (AsyncVectorEnv)
@@ -115,6 +120,7 @@ class TabletopEnv(gym.Env):
             {
                 "state": spaces.Box(-np.inf, np.inf, (10,), np.float32),
                 "env_state": spaces.Box(-np.inf, np.inf, (14,), np.float32),
+                "objects": spaces.Box(-np.inf, np.inf, (OBJECTS_DIM,), np.float32),
                 "images": spaces.Dict(image_spaces),
                 "instruction": spaces.Text(max_length=200, charset=_INSTRUCTION_CHARSET),
             }
@@ -261,7 +267,27 @@ class TabletopEnv(gym.Env):
             env_state[7 * i : 7 * i + 3] = pos
             env_state[7 * i + 3 : 7 * i + 7] = quat
         images = self._camera_renderer.render(self.data, self.cameras) if self._camera_renderer else {}
-        return {"state": state, "env_state": env_state, "images": images, "instruction": self.instruction}
+        return {"state": state, "env_state": env_state, "objects": self._objects(), "images": images,
+                "instruction": self.instruction}
+
+    def _objects(self) -> np.ndarray:
+        """Every object's pose and colour, in slots ordered by colour rather than role.
+
+        ``env_state`` lists the objects by role (object to move first), so it already
+        says which object the instruction means. Here slot order follows the palette,
+        which a role swap (``reset(options={"swap_roles": True})``) leaves unchanged:
+        only the instruction tells the objects' roles apart. Per slot: position (3),
+        (w, x, y, z) quaternion (4), colour one-hot (len(COLOUR_NAMES)); unused slots
+        (a family without a distractor) are zeros.
+        """
+        out = np.zeros((OBJECT_SLOTS, OBJECT_FEATURES), dtype=np.float32)
+        by_colour = sorted(self.layout.roles, key=lambda role: COLOUR_NAMES.index(self.colours[role]))
+        for slot, role in enumerate(by_colour):
+            pos, quat = self.object_pose(role)
+            out[slot, :3] = pos
+            out[slot, 3:7] = quat
+            out[slot, 7 + COLOUR_NAMES.index(self.colours[role])] = 1.0
+        return out.reshape(-1)
 
     def _info(self) -> dict[str, Any]:
         success = bool(self.task.success(self))

@@ -19,7 +19,14 @@ class CollectSummary:
     stored: int
 
 
-def record_expert_episode(env: Any, expert: Any, seed: int) -> tuple[dict[str, np.ndarray], dict]:
+# Low-dim observation keys recorded by default; "objects" (colour-ordered object
+# slots, see TabletopEnv._objects) is opt-in so older stores keep one key set.
+DEFAULT_OBS_KEYS = ("state", "env_state")
+OPTIONAL_OBS_KEYS = ("objects",)
+
+
+def record_expert_episode(env: Any, expert: Any, seed: int,
+                          obs_keys: Sequence[str] = DEFAULT_OBS_KEYS) -> tuple[dict[str, np.ndarray], dict]:
     """Run the expert for one episode; returns (steps, meta) in the store's format.
 
     Row t holds the observation before action t, action t, the reward of that
@@ -28,16 +35,19 @@ def record_expert_episode(env: Any, expert: Any, seed: int) -> tuple[dict[str, n
     """
     obs, info = env.reset(seed=seed)
     expert.reset(env)
-    rows: dict[str, list] = {k: [] for k in ("state", "env_state", "action", "reward",
-                                              "progress", "phase")}
+    unknown = [k for k in obs_keys if k not in obs or k not in (*DEFAULT_OBS_KEYS, *OPTIONAL_OBS_KEYS)]
+    if unknown:
+        valid = [k for k in (*DEFAULT_OBS_KEYS, *OPTIONAL_OBS_KEYS) if k in obs]
+        raise ValueError(f"cannot record observation keys {unknown}; this env offers {valid}")
+    rows: dict[str, list] = {k: [] for k in (*obs_keys, "action", "reward", "progress", "phase")}
     images: dict[str, list] = {cam: [] for cam in obs.get("images", {})}
     instruction = obs.get("instruction", "")
     progress = float(info.get("progress", 0.0))
     success = False
     while True:
         action = np.asarray(expert.act(obs, env), dtype=np.float32)
-        rows["state"].append(np.asarray(obs["state"], dtype=np.float32))
-        rows["env_state"].append(np.asarray(obs["env_state"], dtype=np.float32))
+        for key in obs_keys:
+            rows[key].append(np.asarray(obs[key], dtype=np.float32))
         for cam, img in obs.get("images", {}).items():
             images[cam].append(np.asarray(img, dtype=np.uint8))
         rows["action"].append(action)
@@ -50,8 +60,7 @@ def record_expert_episode(env: Any, expert: Any, seed: int) -> tuple[dict[str, n
         if terminated or truncated:
             break
     steps = {
-        "state": np.stack(rows["state"]),
-        "env_state": np.stack(rows["env_state"]),
+        **{key: np.stack(rows[key]) for key in obs_keys},
         "action": np.stack(rows["action"]),
         # The expert is the only controller here, so what ran is what was proposed.
         "policy_action": np.stack(rows["action"]).copy(),
@@ -70,7 +79,7 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
                   seed: int = 0, cameras: Sequence[str] = ("front", "wrist"),
                   image_size: int = 96, max_steps: int | None = None,
                   keep_failures: bool = False, source: str = "demo",
-                  progress_bar: bool = True) -> CollectSummary:
+                  progress_bar: bool = True, obs_keys: Sequence[str] = DEFAULT_OBS_KEYS) -> CollectSummary:
     """Record ``episodes`` expert episodes (seeds ``seed + i``) into the store at ``path``.
 
     The store is created if missing and appended to otherwise. Failed episodes
@@ -98,7 +107,7 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
         for i in bar:
             # A fresh expert per episode: its noise depends only on that episode's seed.
             expert = make_expert(task, noise=noise, seed=seed + i)
-            steps, meta = record_expert_episode(env, expert, seed + i)
+            steps, meta = record_expert_episode(env, expert, seed + i, obs_keys)
             successes += meta["success"]
             if meta["success"] or keep_failures:
                 store.append_episode(steps, {**meta, "task": task, "source": source})

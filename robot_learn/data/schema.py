@@ -21,10 +21,10 @@ SOURCES: tuple[str, ...] = (
 # world models) agrees on one dtype, so stores written by different tools merge.
 # The exception is `timestamp` (wall-clock seconds since the epoch): float32 would
 # round it to minutes, so it is stored as float64.
-_VECTOR_KEYS = ("state", "env_state", "action", "policy_action")
+_VECTOR_KEYS = ("state", "env_state", "objects", "action", "policy_action")
 _SCALAR_FLOAT_KEYS = ("reward", "progress")
 STEP_KEYS: tuple[str, ...] = (
-    "state", "env_state", "images/<camera>", "action", "policy_action",
+    "state", "env_state", "objects", "images/<camera>", "action", "policy_action",
     "intervention", "reward", "progress", "phase", "timestamp",
 )
 _CAMERA_RE = re.compile(r"^images/[A-Za-z0-9_\-]+$")

@@ -95,3 +95,14 @@ def test_collect_drops_failures_unless_asked_to_keep_them(run_cli, tmp_path):
     assert store.num_episodes == 2 and not store.meta["success"].any()
     assert not any(k.startswith("images/") for k in store.keys)
     assert store.num_frames == 6
+
+
+def test_collect_records_the_object_slots_on_request_and_names_bad_keys(tmp_path):
+    from robot_learn.cli.demos import collect_demos
+    from robot_learn.data import EpisodeStore
+
+    collect_demos("stack", 1, tmp_path / "d.zarr", cameras=(), progress_bar=False,
+                  obs_keys=("state", "env_state", "objects"))
+    assert "objects" in EpisodeStore.open(tmp_path / "d.zarr").keys
+    with pytest.raises(ValueError, match=r"cannot record observation keys \['joints'\]; this env offers"):
+        collect_demos("stack", 1, tmp_path / "e.zarr", cameras=(), progress_bar=False, obs_keys=("state", "joints"))

@@ -7,6 +7,7 @@ import imageio.v2 as imageio
 import pytest
 import torch
 
+from robot_learn.data import EpisodeStore
 from robot_learn.policies import diffusion_state_config, make_policy
 
 TINY_POLICY = ["policy.down_dims=[16,32]", "policy.action_horizon=8", "policy.execute_horizon=4",
@@ -189,3 +190,18 @@ def test_eval_rejects_a_directory_that_is_not_a_checkpoint(run_cli, tmp_path):
 
 
 torch.set_num_threads(1)
+
+
+def test_train_object_slot_vla_collects_the_objects_key(trained, run_cli):
+    """policy=discrete_diffusion_objects: demos record the colour-ordered object slots."""
+    tmp, _ = trained
+    out = run_cli("train", "task=stack", "policy=discrete_diffusion_objects", "train=fast", "data.episodes=2",
+                  "data.path=data/stack_objects.zarr", "policy.hidden_dim=32", "policy.num_layers=1",
+                  "policy.decoding_rounds=2", "eval.episodes=1", "eval.videos=0", "eval.max_steps=4",
+                  "run_dir=run_objects", cwd=tmp, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert EpisodeStore.open(tmp / "data" / "stack_objects.zarr").schema["objects"]["shape"] == [45]
+    # The state-only store of the same task lacks the key: a clear error, not a crash.
+    out = run_cli("train", "task=stack", "policy=discrete_diffusion_objects", "train=fast", "data.episodes=2",
+                  "run_dir=run_objects2", cwd=tmp)
+    assert out.returncode != 0 and "has no 'objects'" in out.stderr

@@ -74,3 +74,26 @@ def test_swapped_state_saves_and_restores_exactly():
         assert obs["instruction"] == instruction
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("task", FORWARD)
+def test_objects_lists_slots_by_colour_so_a_role_swap_leaves_it_unchanged(task):
+    from robot_learn.envs.scene import COLOUR_NAMES
+
+    env = make_env(task, cameras=())
+    try:
+        plain, _ = env.reset(seed=11)
+        colours = dict(env.unwrapped.colours)
+        swapped, _ = env.reset(seed=11, options={"swap_roles": True})
+    finally:
+        env.close()
+    np.testing.assert_allclose(plain["objects"], swapped["objects"], atol=1e-6)  # only the words differ
+    assert plain["objects"].shape == env.observation_space["objects"].shape
+    slots = plain["objects"].reshape(3, -1)
+    named = [COLOUR_NAMES[int(np.argmax(s[7:]))] for s in slots if s[7:].any()]
+    assert named == sorted(colours.values(), key=COLOUR_NAMES.index)
+    # The slot of the object to move holds its pose (env_state lists it first).
+    move = named.index(colours["move"])
+    np.testing.assert_allclose(slots[move, :7], plain["env_state"][:7], atol=1e-6)
+    if task == "stack":
+        assert not slots[2].any()  # two cubes only: the third slot is empty

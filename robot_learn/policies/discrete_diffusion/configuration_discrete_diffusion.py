@@ -32,6 +32,8 @@ class DiscreteDiffusionConfig:
     # shapes
     action_dim: int = 5
     state_dims: dict[str, int] = field(default_factory=lambda: {"state": 10})
+    # tokens per low-dim key (default 1); e.g. {"objects": 3}: one token per object slot
+    state_tokens: dict[str, int] = field(default_factory=dict)
     camera_names: list[str] = field(default_factory=list)
     image_size: int = 96
     # horizons; the chunk starts at the current step when obs_horizon == 1
@@ -76,6 +78,7 @@ class DiscreteDiffusionConfig:
     def __post_init__(self) -> None:
         # Hydra passes ListConfig/DictConfig; keep plain containers so YAML dumps them.
         self.state_dims = {str(k): int(v) for k, v in dict(self.state_dims).items()}
+        self.state_tokens = {str(k): int(v) for k, v in dict(self.state_tokens).items()}
         self.camera_names = [str(c) for c in self.camera_names]
         self.stem_channels = [int(v) for v in self.stem_channels]
         self.vocab = [str(w) for w in self.vocab]

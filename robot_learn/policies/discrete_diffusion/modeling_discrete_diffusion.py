@@ -66,7 +66,7 @@ class DiscreteDiffusionPolicy(Policy):
             dim, config.obs_horizon, config.state_dims, config.camera_names,
             vocab=config.vocab if config.use_language else None, text_max_len=config.text_max_len,
             image_size=config.image_size, crop_size=config.crop_size, stem_channels=config.stem_channels,
-            patch_size=config.patch_size, stats=stats,
+            patch_size=config.patch_size, stats=stats, state_tokens=config.state_tokens,
         )
         length = config.num_action_tokens
         self.action_embedding = nn.Embedding(self.tokenizer.vocab_size, dim)

@@ -1,5 +1,8 @@
 """Observation -> prefix tokens, in order: image patches per camera, instruction words,
-proprioception (one token per observation step and low-dim key).
+low-dim keys (one token per observation step and key, or ``state_tokens[key]`` tokens
+when a key is a list of like items, e.g. the object slots of ``objects``: each slot
+becomes a token through one shared projection, so attention can match the slot whose
+colour the instruction names).
 
 Images: uint8 ``[B, To, H, W, 3]``, random crop in training and centre crop in eval,
 then a conv stem (stride-2 convs) and a patch conv (kernel = stride = ``patch_size``).
@@ -62,8 +65,16 @@ class ObservationTokens(nn.Module):
         stem_channels: Sequence[int] = (16, 32),
         patch_size: int = 3,
         stats: Mapping[str, Mapping[str, Any]] | None = None,
+        state_tokens: Mapping[str, int] | None = None,
     ) -> None:
         super().__init__()
+        self.state_tokens = {key: int((state_tokens or {}).get(key, 1)) for key in state_dims}
+        unknown = sorted(set(state_tokens or {}) - set(state_dims))
+        if unknown:
+            raise ValueError(f"state_tokens names keys {unknown} that are not in state_dims {sorted(state_dims)}")
+        for key, n in self.state_tokens.items():
+            if n < 1 or int(state_dims[key]) % n:
+                raise ValueError(f"state_tokens[{key!r}]={n} must be >= 1 and divide its size {state_dims[key]}")
         self.obs_horizon = int(obs_horizon)
         self.camera_names = tuple(camera_names)
         self.state_keys = tuple(state_dims)
@@ -84,13 +95,15 @@ class ObservationTokens(nn.Module):
             self.text_max_len = int(text_max_len)
             self.word_embedding = nn.Embedding(len(vocab) + 2, dim, padding_idx=0)
             self.word_position = nn.Parameter(torch.randn(self.text_max_len, dim) * 0.02)
-        # Proprioception: a linear token per key and step.
+        # Low-dim keys: a linear token per key (or per item of a key) and step.
         self.normalizers = nn.ModuleDict(
             {key: MinMaxNormalizer(d, None if stats is None else stats[key], name=key) for key, d in state_dims.items()}
         )
-        self.state_projections = nn.ModuleDict({key: nn.Linear(int(d), dim) for key, d in state_dims.items()})
+        self.state_projections = nn.ModuleDict(
+            {key: nn.Linear(int(d) // self.state_tokens[key], dim) for key, d in state_dims.items()})
         if self.state_keys:
-            self.state_position = nn.Parameter(torch.randn(len(self.state_keys) * self.obs_horizon, dim) * 0.02)
+            n = sum(self.state_tokens.values()) * self.obs_horizon
+            self.state_position = nn.Parameter(torch.randn(n, dim) * 0.02)
 
     def word_token_ids(self, text: str) -> list[int]:
         """Ids of ``text``'s words; unknown words -> 1; truncated; empty text -> one unknown token."""
@@ -129,8 +142,9 @@ class ObservationTokens(nn.Module):
             for key in self.state_keys:
                 if key not in obs:
                     raise ValueError(f"observation lacks low-dim key '{key}'; it has {sorted(obs)}")
-                values = self._with_horizon(obs[key], key, 3)
-                tokens.append(self.state_projections[key](self.normalizers[key].normalize(values)))
+                values = self.normalizers[key].normalize(self._with_horizon(obs[key], key, 3))
+                items = values.reshape(batch, -1, values.shape[-1] // self.state_tokens[key])  # [B, To * n, d / n]
+                tokens.append(self.state_projections[key](items))
             tokens = torch.cat(tokens, dim=1) + self.state_position
             parts.append(tokens)
             pads.append(torch.zeros(batch, tokens.shape[1], dtype=torch.bool, device=device))
