@@ -134,6 +134,7 @@ def train_multitask(args: argparse.Namespace) -> None:
         else:
             config = discrete_diffusion_state_config(
                 state_dims=state_dims, hidden_dim=args.hidden_dim, num_layers=args.layers,
+                label_sigma_bins=args.label_sigma, dropout=args.dropout,
                 state_tokens={"objects": OBJECT_SLOTS} if args.obs == "objects" else {})
     elif args.policy == "diffusion":  # the continuous baseline at a matched parameter count (~0.9 M)
         config = diffusion_image_config(obs_horizon=1, vision_channels=[16, 32, 64], vision_blocks_per_stage=1,
@@ -166,28 +167,40 @@ def train_multitask(args: argparse.Namespace) -> None:
 
 def language_test(args: argparse.Namespace) -> None:
     from robot_learn.envs import make_env
+    from robot_learn.evaluation.metrics import wilson_interval
     from robot_learn.policies import load_policy
 
     torch.set_num_threads(args.threads)
-    policy = load_policy(args.policy_dir, expected_type="discrete_diffusion")
+    policy = load_policy(args.policy_dir)  # the discrete VLA, or a continuous policy for comparison
     c = policy.config
-    print(f"config: policy {args.policy_dir}, tasks {list(args.tasks)}, {args.episodes} held-out seeds each "
-          f"(from {args.seed}), decoding modes {list(args.modes)}, K={c.decoding_rounds}")
-    print(f"\n{'task':<12}{'decoding':<16}{'original':>10}{'swapped':>10}{'blank/orig':>12}{'blank/swap':>12}")
+    discrete = hasattr(policy, "set_decoding")
+    modes = args.modes if discrete else ["DDIM"]
+    print(f"config: policy {args.policy_dir} ({policy.name}), tasks {list(args.tasks)}, {args.episodes} held-out "
+          f"seeds each (from {args.seed}), decoding {modes}" + (f", K={c.decoding_rounds}" if discrete else ""))
+    labels = (("original", False, False), ("swapped", True, False), ("blank/orig", False, True), ("blank/swap", True, True))
+    print(f"\n{'task':<12}{'decoding':<16}" + "".join(f"{label:>12}" for label, _, _ in labels))
+    totals = {(mode, label): 0 for mode in modes for label, _, _ in labels}
     for task in args.tasks:
         env = make_env(task, cameras=tuple(c.camera_names), image_size=c.image_size)
         try:
-            for mode in args.modes:
-                policy.set_decoding(mode)
-                rates = {}
-                for label, swap, blank in (("original", False, False), ("swapped", True, False),
-                                           ("blank/orig", False, True), ("blank/swap", True, True)):
-                    wins = sum(_episode(env, policy, args.seed + i, swap, blank) for i in range(args.episodes))
-                    rates[label] = wins / args.episodes
-                print(f"{task:<12}{mode:<16}" + "".join(f"{rates[k]:>10.0%}" if i < 2 else f"{rates[k]:>12.0%}"
-                                                        for i, k in enumerate(rates)))
+            for mode in modes:
+                if discrete:
+                    policy.set_decoding(mode)
+                wins = {}
+                for label, swap, blank in labels:
+                    wins[label] = sum(_episode(env, policy, args.seed + i, swap, blank) for i in range(args.episodes))
+                    totals[(mode, label)] += wins[label]
+                print(f"{task:<12}{mode:<16}" + "".join(f"{wins[k]:>9}/{args.episodes:<2}" for k, _, _ in labels),
+                      flush=True)
         finally:
             env.close()
+    n = args.episodes * len(args.tasks)
+    for mode in modes:
+        cells = []
+        for label, _, _ in labels:
+            low, high = wilson_interval(totals[(mode, label)], n)
+            cells.append(f"{label} {totals[(mode, label)] / n:.0%} [{low:.0%}, {high:.0%}]")
+        print(f"all tasks, {mode}: " + "; ".join(cells))
     print("(success is judged against the instruction the env was reset with; a blank instruction cannot tell "
           "original from swapped, so blank/orig + blank/swap <= 100% for an instruction-following policy)")
 
@@ -225,6 +238,8 @@ def main() -> None:
     train.add_argument("--hidden-dim", type=int, default=128)
     train.add_argument("--layers", type=int, default=4)
     train.add_argument("--out", default="outputs/dd_multitask")
+    train.add_argument("--label-sigma", type=float, default=0.0, help="HL-Gauss target width in bins (0: one-hot)")
+    train.add_argument("--dropout", type=float, default=0.0)
     train.add_argument("--obs", default="image", choices=("image", "state", "objects"),
                        help="state: no cameras, state + env_state (objects by role) + instruction; "
                             "objects: state + objects (slots by colour) + instruction")

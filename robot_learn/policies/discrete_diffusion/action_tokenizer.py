@@ -70,6 +70,18 @@ class ActionTokenizer(nn.Module):
         tokens = torch.floor((x + 1.0) / 2.0 * self.num_bins).long().clamp(0, self.num_bins - 1)
         return tokens, clipped
 
+    def soft_targets(self, actions: torch.Tensor, sigma_bins: float) -> torch.Tensor:
+        """Histogram targets ``[..., action_dim, num_bins]``: the mass of a Gaussian centred on
+        each (clipped, normalised) action value with std ``sigma_bins`` bin widths over each
+        bin (HL-Gauss, Farebrother et al. 2024). Nearby bins share credit, so the classifier
+        learns that bin 100 is close to bin 101; ``sigma_bins = 0`` would be the one-hot target."""
+        x = self.normalize(actions).clamp(-1.0, 1.0)
+        position = (x + 1.0) / 2.0 * self.num_bins  # in bin units, edges at 0..num_bins
+        edges = torch.arange(self.num_bins + 1, device=x.device, dtype=x.dtype)
+        cdf = torch.special.ndtr((edges - position.unsqueeze(-1)) / sigma_bins)
+        mass = cdf[..., 1:] - cdf[..., :-1]
+        return mass / mass.sum(-1, keepdim=True).clamp_min(1e-12)
+
     def decode(self, tokens: torch.Tensor) -> torch.Tensor:
         """Tokens ``[..., A]`` -> bin-centre actions. [MASK] ids raise ValueError."""
         if tokens.shape[-1] != self.action_dim:

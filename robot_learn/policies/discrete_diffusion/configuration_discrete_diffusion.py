@@ -42,6 +42,9 @@ class DiscreteDiffusionConfig:
     execute_horizon: int = 8
     # action tokenizer: per-dim q01/q99 -> [-1, 1] -> num_bins uniform bins (+1 [MASK] id)
     num_bins: int = 256
+    # training targets: 0 = one-hot bin (cross-entropy on the true bin); > 0 = a Gaussian of this
+    # many bin widths spread over neighbouring bins (HL-Gauss), which generalises across bins
+    label_sigma_bins: float = 0.0
     # image patch stem: conv layers (stride 2 each) then a patch conv (kernel = stride = patch_size)
     crop_size: int = 84
     stem_channels: list[int] = field(default_factory=lambda: [16, 32])
@@ -105,7 +108,8 @@ class DiscreteDiffusionConfig:
             raise ValueError(f"hidden_dim ({self.hidden_dim}) must be divisible by num_heads ({self.num_heads})")
         if self.camera_names and not 0 < self.crop_size <= self.image_size:
             raise ValueError(f"crop_size must be in (0, image_size={self.image_size}], got {self.crop_size}")
-        check_at_least(self, ("token_temperature", "choice_temperature", "remask_threshold", "remask_margin", "dropout"), 0)
+        check_at_least(self, ("token_temperature", "choice_temperature", "remask_threshold", "remask_margin", "dropout",
+                             "label_sigma_bins"), 0)
         if self.backbone == "hf":
             if not self.hf_path and not self.hf_config:
                 raise ValueError("backbone='hf' needs hf_path (a local transformers model directory) or hf_config")

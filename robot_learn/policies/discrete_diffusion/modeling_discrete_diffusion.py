@@ -6,7 +6,7 @@ steps x A dims is L = H * A tokens.
 
 Training: t ~ U(0, 1), mask ceil(gamma(t) L) action tokens with gamma(t) =
 cos(pi/2 (1 - t)), and minimise the cross-entropy of the true bins at the masked
-positions only.
+positions only (optionally against Gaussian-smoothed bin targets, ``label_sigma_bins``).
 
 Inference: MaskGIT-style decoding in K rounds with secondary re-masking, or a
 baseline (adaptive without re-masking, single-pass parallel, left-to-right
@@ -108,7 +108,11 @@ class DiscreteDiffusionPolicy(Policy):
         inputs = torch.where(masked, torch.full_like(targets, self.tokenizer.mask_id), targets)
         prefix, prefix_pad = self.observation_tokens(self._obs_from_batch(batch))
         logits = self._logits_full(prefix, prefix_pad, inputs)
-        loss = F.cross_entropy(logits[masked].float(), targets[masked])
+        if self.config.label_sigma_bins > 0:
+            soft = self.tokenizer.soft_targets(actions, self.config.label_sigma_bins).reshape(*targets.shape, -1)
+            loss = F.cross_entropy(logits[masked].float(), soft[masked])
+        else:
+            loss = F.cross_entropy(logits[masked].float(), targets[masked])
         with torch.no_grad():
             accuracy = (logits[masked].argmax(-1) == targets[masked]).float().mean()
         return {"loss": loss, "clipped_fraction": clipped.float().mean(), "masked_accuracy": accuracy}

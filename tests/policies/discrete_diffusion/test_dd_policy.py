@@ -164,3 +164,20 @@ def test_image_policy_acts_from_env_style_observations():
     action = policy.select_action(obs)
     assert action.shape == (3, ACTION_DIM)
     assert policy.last_nfe == 4
+
+
+def test_hl_gauss_training_also_recovers_the_chunks_to_within_a_bin():
+    torch.set_num_threads(1)
+    windows = synthetic_windows()
+    policy = _policy(windows, label_sigma_bins=1.0)
+    untrained_error = float((policy.predict_action_chunk({**batch_of(windows)["obs"], "instruction": windows["instruction"]})
+                             - batch_of(windows)["action"]).abs().mean())
+    train(policy, batch_of(windows, repeat=8), steps=250)
+    batch = batch_of(windows)
+    target, _ = policy.tokenizer.encode(batch["action"])
+    policy.set_decoding("maskgit")
+    tokens = policy.predict_tokens({**batch["obs"], "instruction": batch["instruction"]},
+                                   generator=torch.Generator().manual_seed(0))
+    assert int((tokens - target.reshape(len(target), -1)).abs().max()) <= 1
+    error = float((policy.tokenizer.decode(tokens.reshape(target.shape)) - batch["action"]).abs().mean())
+    assert error < 0.1 * untrained_error

@@ -72,3 +72,20 @@ def test_training_mask_masks_at_least_one_token_and_covers_the_whole_range():
     assert int(counts.min()) >= 1 and int(counts.max()) == 40
     # E[cos(pi/2 (1 - t))] over t ~ U(0, 1) is 2/pi.
     assert abs(float(counts.float().mean()) / 40 - 2 / np.pi) < 0.03
+
+
+def test_hl_gauss_targets_are_distributions_peaked_on_the_true_bin():
+    tokenizer = ActionTokenizer(2, num_bins=64, stats=_stats([0.0, -1.0], [1.0, 1.0]))
+    actions = torch.rand(500, 2) * torch.tensor([1.0, 2.0]) + torch.tensor([0.0, -1.0])
+    tokens, _ = tokenizer.encode(actions)
+    soft = tokenizer.soft_targets(actions, sigma_bins=1.5)
+    assert soft.shape == (500, 2, 64)
+    torch.testing.assert_close(soft.sum(-1), torch.ones(500, 2))
+    assert (soft.argmax(-1) - tokens).abs().max() <= 1  # ties at bin edges may pick the neighbour
+    # Mass spreads to neighbours and decays with distance; a narrow Gaussian is nearly one-hot.
+    row = soft[0, 0]
+    peak = int(row.argmax())
+    assert 0 < float(row[min(peak + 1, 63)]) < float(row[peak]) and float(row[(peak + 10) % 64]) < 1e-6
+    narrow = tokenizer.soft_targets(actions, sigma_bins=0.05)
+    centred = (actions[:, 0] - (tokens[:, 0].float() + 0.5) / 64).abs() < 0.25 / 64  # well inside a bin
+    assert bool((narrow[centred, 0].max(-1).values > 0.99).all())
