@@ -134,7 +134,7 @@ def train_multitask(args: argparse.Namespace) -> None:
         else:
             config = discrete_diffusion_state_config(
                 state_dims=state_dims, hidden_dim=args.hidden_dim, num_layers=args.layers,
-                label_sigma_bins=args.label_sigma, dropout=args.dropout,
+                label_sigma_bins=args.label_sigma, dropout=args.dropout, grounding_weight=args.grounding,
                 state_tokens={"objects": OBJECT_SLOTS} if args.obs == "objects" else {})
     elif args.policy == "diffusion":  # the continuous baseline at a matched parameter count (~0.9 M)
         config = diffusion_image_config(obs_horizon=1, vision_channels=[16, 32, 64], vision_blocks_per_stage=1,
@@ -152,7 +152,9 @@ def train_multitask(args: argparse.Namespace) -> None:
     stats = store.stats([*config.state_dims, "action"])
     instructions = sorted({str(s) for s in store.meta["instruction"]})
     policy = make_policy(args.policy, config, stats, instructions=instructions)
-    sampler = WindowSampler(demos, obs_keys=tuple(policy.obs_shapes), obs_horizon=policy.obs_horizon,
+    # The grounding loss takes its role labels from env_state, which the policy itself never reads.
+    extra = ("env_state",) if getattr(config, "grounding_weight", 0) > 0 else ()
+    sampler = WindowSampler(demos, obs_keys=(*policy.obs_shapes, *extra), obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=0)
     tasks = sorted(set(str(t) for t in store.meta["task"]))
     print(f"config: {demos.num_episodes} demos of {tasks}, {len(instructions)} instructions, "
@@ -240,6 +242,8 @@ def main() -> None:
     train.add_argument("--out", default="outputs/dd_multitask")
     train.add_argument("--label-sigma", type=float, default=0.0, help="HL-Gauss target width in bins (0: one-hot)")
     train.add_argument("--dropout", type=float, default=0.0)
+    train.add_argument("--grounding", type=float, default=0.0,
+                       help="--obs objects: weight of the auxiliary slot-role loss (labels from env_state)")
     train.add_argument("--obs", default="image", choices=("image", "state", "objects"),
                        help="state: no cameras, state + env_state (objects by role) + instruction; "
                             "objects: state + objects (slots by colour) + instruction")

@@ -133,7 +133,7 @@ def test_unknown_step_key_lists_valid_keys(store_path):
     steps = make_steps(3, 0)
     steps["imgaes/front"] = steps.pop("images/front")
     with pytest.raises(StoreError, match="unknown step key 'imgaes/front'; valid keys: state, "
-                                         "env_state, images/<camera>"):
+                                         "env_state, objects, images/<camera>"):
         store.append_episode(steps, make_meta(0))
 
 

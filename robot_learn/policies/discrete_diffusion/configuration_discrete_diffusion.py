@@ -34,6 +34,10 @@ class DiscreteDiffusionConfig:
     state_dims: dict[str, int] = field(default_factory=lambda: {"state": 10})
     # tokens per low-dim key (default 1); e.g. {"objects": 3}: one token per object slot
     state_tokens: dict[str, int] = field(default_factory=dict)
+    # > 0: auxiliary loss (this weight) classifying each slot token of `grounding_key` as the object
+    # to move / target / other / empty; training batches then need "env_state" (see grounding.py)
+    grounding_weight: float = 0.0
+    grounding_key: str = "objects"
     camera_names: list[str] = field(default_factory=list)
     image_size: int = 96
     # horizons; the chunk starts at the current step when obs_horizon == 1
@@ -109,7 +113,10 @@ class DiscreteDiffusionConfig:
         if self.camera_names and not 0 < self.crop_size <= self.image_size:
             raise ValueError(f"crop_size must be in (0, image_size={self.image_size}], got {self.crop_size}")
         check_at_least(self, ("token_temperature", "choice_temperature", "remask_threshold", "remask_margin", "dropout",
-                             "label_sigma_bins"), 0)
+                             "label_sigma_bins", "grounding_weight"), 0)
+        if self.grounding_weight > 0 and self.state_tokens.get(self.grounding_key, 1) < 2:
+            raise ValueError(f"grounding_weight > 0 needs grounding_key {self.grounding_key!r} split into slot tokens "
+                             f"(state_tokens={{{self.grounding_key!r}: N}}); state_tokens is {self.state_tokens}")
         if self.backbone == "hf":
             if not self.hf_path and not self.hf_config:
                 raise ValueError("backbone='hf' needs hf_path (a local transformers model directory) or hf_config")

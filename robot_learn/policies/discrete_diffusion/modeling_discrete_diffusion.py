@@ -28,6 +28,7 @@ from robot_learn.policies.discrete_diffusion.action_tokenizer import ActionToken
 from robot_learn.policies.discrete_diffusion.backbone import HFBackbone, TinyTransformer
 from robot_learn.policies.discrete_diffusion.configuration_discrete_diffusion import DiscreteDiffusionConfig
 from robot_learn.policies.discrete_diffusion.decoding import DecodeResult, DecodeSettings, decode_tokens
+from robot_learn.policies.discrete_diffusion.grounding import ROLE_NAMES, slot_roles
 from robot_learn.policies.discrete_diffusion.mask_schedule import sample_training_mask
 from robot_learn.policies.discrete_diffusion.observation_tokens import ObservationTokens
 from robot_learn.policies.registry import register_policy
@@ -78,6 +79,8 @@ class DiscreteDiffusionPolicy(Policy):
             self.backbone = HFBackbone(dim, config.hf_path, config.hf_config, config.lora_rank, config.lora_alpha,
                                        config.lora_targets)
         self.head = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, config.num_bins))
+        if config.grounding_weight > 0:
+            self.grounding_head = nn.Linear(dim, len(ROLE_NAMES))
         self.decode_settings = self._settings_from(config)
         self.last_decode: DecodeResult | None = None
 
@@ -106,8 +109,9 @@ class DiscreteDiffusionPolicy(Policy):
         targets = targets.reshape(actions.shape[0], -1)  # [B, L], time-major: step h, dim a -> h * A + a
         masked = sample_training_mask(targets.shape[0], targets.shape[1], device=targets.device)
         inputs = torch.where(masked, torch.full_like(targets, self.tokenizer.mask_id), targets)
-        prefix, prefix_pad = self.observation_tokens(self._obs_from_batch(batch))
-        logits = self._logits_full(prefix, prefix_pad, inputs)
+        obs = self._obs_from_batch(batch)
+        prefix, prefix_pad = self.observation_tokens(obs)
+        logits, prefix_hidden = self._logits_full(prefix, prefix_pad, inputs, with_prefix=True)
         if self.config.label_sigma_bins > 0:
             soft = self.tokenizer.soft_targets(actions, self.config.label_sigma_bins).reshape(*targets.shape, -1)
             loss = F.cross_entropy(logits[masked].float(), soft[masked])
@@ -115,7 +119,26 @@ class DiscreteDiffusionPolicy(Policy):
             loss = F.cross_entropy(logits[masked].float(), targets[masked])
         with torch.no_grad():
             accuracy = (logits[masked].argmax(-1) == targets[masked]).float().mean()
-        return {"loss": loss, "clipped_fraction": clipped.float().mean(), "masked_accuracy": accuracy}
+        out = {"loss": loss, "clipped_fraction": clipped.float().mean(), "masked_accuracy": accuracy}
+        if self.config.grounding_weight > 0:
+            grounding, grounding_accuracy = self._grounding_loss(obs, prefix_hidden)
+            out.update(loss=loss + self.config.grounding_weight * grounding, action_loss=loss,
+                       grounding_loss=grounding, grounding_accuracy=grounding_accuracy)
+        return out
+
+    def _grounding_loss(self, obs: Mapping[str, Any], prefix_hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cross-entropy of each slot token's role (see :mod:`.grounding`) at the latest obs step."""
+        key = self.config.grounding_key
+        if "env_state" not in obs:
+            raise ValueError("grounding_weight > 0 needs 'env_state' in the training batch for the role labels "
+                             "(sample it too: WindowSampler(obs_keys=(..., 'env_state')))")
+        slots = self.config.state_tokens[key]
+        labels = slot_roles(obs[key][:, -1], obs["env_state"][:, -1], slots)
+        where = self.observation_tokens.state_token_slice(key, prefix_hidden.shape[1])
+        hidden = prefix_hidden[:, where][:, -slots:]  # the latest step's slot tokens
+        logits = self.grounding_head(hidden)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
+        return loss, (logits.argmax(-1) == labels).float().mean().detach()
 
     # --- inference --------------------------------------------------------------
     @torch.no_grad()
@@ -163,7 +186,9 @@ class DiscreteDiffusionPolicy(Policy):
     def _embed_actions(self, tokens: torch.Tensor) -> torch.Tensor:
         return self.action_embedding(tokens) + self.action_position
 
-    def _logits_full(self, prefix: torch.Tensor, prefix_pad: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    def _logits_full(self, prefix: torch.Tensor, prefix_pad: torch.Tensor, tokens: torch.Tensor,
+                     with_prefix: bool = False) -> Any:
         x = torch.cat([prefix, self._embed_actions(tokens)], dim=1)
         hidden = self.backbone(x, prefix.shape[1], prefix_pad)
-        return self.head(hidden[:, prefix.shape[1]:])
+        logits = self.head(hidden[:, prefix.shape[1]:])
+        return (logits, hidden[:, : prefix.shape[1]]) if with_prefix else logits

@@ -105,6 +105,17 @@ class ObservationTokens(nn.Module):
             n = sum(self.state_tokens.values()) * self.obs_horizon
             self.state_position = nn.Parameter(torch.randn(n, dim) * 0.02)
 
+    def state_token_slice(self, key: str, prefix_len: int) -> slice:
+        """Where ``key``'s tokens (all obs steps) sit in a prefix of ``prefix_len`` tokens;
+        low-dim tokens come last, in ``state_keys`` order."""
+        per_step = {k: self.state_tokens[k] * self.obs_horizon for k in self.state_keys}
+        start = prefix_len - sum(per_step.values())
+        for k in self.state_keys:
+            if k == key:
+                return slice(start, start + per_step[k])
+            start += per_step[k]
+        raise KeyError(f"{key!r} is not a low-dim key of this policy; keys: {list(self.state_keys)}")
+
     def word_token_ids(self, text: str) -> list[int]:
         """Ids of ``text``'s words; unknown words -> 1; truncated; empty text -> one unknown token."""
         assert self.word_ids is not None

@@ -83,3 +83,61 @@ def test_bad_state_tokens_are_named(tokens, message):
     config = tiny_config(action_dim=1, state_dims={"objects": 3 * SLOT}, state_tokens=tokens)
     with pytest.raises(ValueError, match=message):
         make_policy("discrete_diffusion", config, _stats(scenes), instructions=scenes["instruction"])
+
+
+def _env_batch(task: str, seeds) -> dict:
+    from robot_learn.envs import make_env
+
+    env = make_env(task, cameras=())
+    rows = []
+    try:
+        for seed in seeds:
+            obs, _ = env.reset(seed=seed)
+            rows.append(obs)
+    finally:
+        env.close()
+    stack = {k: torch.from_numpy(np.stack([r[k] for r in rows]))[:, None] for k in ("state", "env_state", "objects")}
+    return {"obs": stack, "instruction": [r["instruction"] for r in rows],
+            "action": torch.zeros(len(rows), 8, 5)}
+
+
+@pytest.mark.parametrize("task", ["bin_place", "stack"])
+def test_slot_role_labels_follow_env_state(task):
+    from robot_learn.policies.discrete_diffusion.grounding import ROLE_NAMES, slot_roles
+
+    batch = _env_batch(task, range(6))
+    roles = slot_roles(batch["obs"]["objects"][:, 0], batch["obs"]["env_state"][:, 0], 3)
+    names = [[ROLE_NAMES[int(r)] for r in row] for row in roles]
+    expected = {"move", "target", "other"} if task == "bin_place" else {"move", "target", "empty"}
+    assert all(set(row) == expected for row in names)
+    wrong = batch["obs"]["env_state"][:, 0].clone()
+    wrong[0, :3] += 0.05
+    with pytest.raises(ValueError, match="'objects' and 'env_state' disagree in batch row 0"):
+        slot_roles(batch["obs"]["objects"][:, 0], wrong, 3)
+
+
+def test_grounding_loss_trains_the_slot_roles_and_needs_env_state():
+    from robot_learn.policies.discrete_diffusion import discrete_diffusion_state_config
+
+    batch = _env_batch("bin_place", range(16))
+    stats = {k: {"min": v.reshape(-1, v.shape[-1]).min(0).values.numpy(), "max": v.reshape(-1, v.shape[-1]).max(0).values.numpy()}
+             for k, v in batch["obs"].items()}
+    stats["action"] = {"q01": np.full(5, -1, np.float32), "q99": np.ones(5, np.float32)}
+    config = discrete_diffusion_state_config(state_dims={"state": 10, "objects": 45}, state_tokens={"objects": 3},
+                                             hidden_dim=32, num_layers=2, num_heads=2, grounding_weight=1.0)
+    torch.manual_seed(0)
+    policy = make_policy("discrete_diffusion", config, stats, instructions=batch["instruction"])
+    optimiser = torch.optim.AdamW(policy.parameters(), lr=3e-3)
+    first = None
+    for _ in range(60):
+        out = policy.compute_loss(batch)
+        first = first or float(out["grounding_loss"].detach())
+        optimiser.zero_grad()
+        out["loss"].backward()
+        optimiser.step()
+    assert float(out["grounding_loss"]) < 0.5 * first and float(out["grounding_accuracy"]) > 0.9
+    no_labels = {**batch, "obs": {k: v for k, v in batch["obs"].items() if k != "env_state"}}
+    with pytest.raises(ValueError, match="needs 'env_state' in the training batch"):
+        policy.compute_loss(no_labels)
+    with pytest.raises(ValueError, match="split into slot tokens"):
+        discrete_diffusion_state_config(state_dims={"state": 10, "objects": 45}, grounding_weight=1.0)
