@@ -152,9 +152,8 @@ def train_multitask(args: argparse.Namespace) -> None:
     stats = store.stats([*config.state_dims, "action"])
     instructions = sorted({str(s) for s in store.meta["instruction"]})
     policy = make_policy(args.policy, config, stats, instructions=instructions)
-    # The grounding loss takes its role labels from env_state, which the policy itself never reads.
-    extra = ("env_state",) if getattr(config, "grounding_weight", 0) > 0 else ()
-    sampler = WindowSampler(demos, obs_keys=(*policy.obs_shapes, *extra), obs_horizon=policy.obs_horizon,
+    # With the grounding loss the sampler also reads env_state (its role labels).
+    sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=0)
     tasks = sorted(set(str(t) for t in store.meta["task"]))
     print(f"config: {demos.num_episodes} demos of {tasks}, {len(instructions)} instructions, "

@@ -32,7 +32,7 @@ def train_base_policy(cfg: DictConfig, demos: Any, run_dir: Path, train_cfg: Any
     stats = demos.store.stats([*policy_config.state_dims, "action"])
     instructions = sorted({str(s) for s in demos.store.meta["instruction"]})
     policy = make_policy(policy_name_for_config(policy_config), policy_config, stats, instructions=instructions)
-    sampler = WindowSampler(demos, obs_keys=tuple(policy.obs_shapes), obs_horizon=policy.obs_horizon,
+    sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=train_cfg.batch_size,
                             seed=int(cfg.data.sampler_seed))
     base_cfg = dataclasses.replace(train_cfg, out_dir=str(run_dir / "base"), steps=int(cfg.base_train_steps))

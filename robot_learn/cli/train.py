@@ -113,7 +113,7 @@ def train_app(cfg: DictConfig) -> int:
     train_cfg = instantiate_node(cfg.train, "train", out_dir=str(run_dir))
     if train_cfg.num_threads:
         torch.set_num_threads(train_cfg.num_threads)
-    sampler = WindowSampler(demos, obs_keys=tuple(policy.obs_shapes), obs_horizon=policy.obs_horizon,
+    sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=train_cfg.batch_size,
                             seed=rank_seed(int(cfg.data.sampler_seed)))
     n_params = sum(p.numel() for p in policy.parameters())

@@ -70,6 +70,12 @@ class Policy(nn.Module, ABC):
             shapes[f"images/{camera}"] = (self.config.image_size, self.config.image_size, 3)
         return shapes
 
+    @property
+    def training_obs_keys(self) -> tuple[str, ...]:
+        """Keys a training sampler must provide: ``obs_shapes`` plus any the loss alone
+        reads (e.g. privileged labels); inference needs only ``obs_shapes``."""
+        return tuple(self.obs_shapes)
+
     # --- shared behaviour ---------------------------------------------------------
     @property
     def obs_horizon(self) -> int:

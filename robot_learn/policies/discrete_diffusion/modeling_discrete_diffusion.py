@@ -90,6 +90,12 @@ class DiscreteDiffusionPolicy(Policy):
                               config.choice_temperature, config.remask_threshold, config.remask_margin)
 
     @property
+    def training_obs_keys(self) -> tuple[str, ...]:
+        """With the grounding loss, training batches also carry ``env_state`` (its role labels)."""
+        extra = ("env_state",) if self.config.grounding_weight > 0 and "env_state" not in self.obs_shapes else ()
+        return (*self.obs_shapes, *extra)
+
+    @property
     def last_nfe(self) -> int:
         """Network evaluations used for the latest predicted chunk (0 before any)."""
         return 0 if self.last_decode is None else self.last_decode.nfe
