@@ -130,7 +130,7 @@ def curate(ctx: LoopContext, cfg: HITLLoopConfig, r: int, collected: Any, round_
     out = open_or_create(train_store_path)
     so_far = collected.view(round=list(range(1, r + 1)), task=ctx.task)
     keys = ctx.demos.store.keys
-    obs_keys = tuple(k for k in policy.obs_shapes if k != ADVANTAGE_KEY)
+    obs_keys = tuple(k for k in policy.training_obs_keys if k != ADVANTAGE_KEY)
     bs = int(ctx.train_config.batch_size)
 
     def windows(view: Any, batch_size: int, seed: int) -> Any:
