@@ -74,7 +74,8 @@ class ActionTokenizer(nn.Module):
         """Histogram targets ``[..., action_dim, num_bins]``: the mass of a Gaussian centred on
         each (clipped, normalised) action value with std ``sigma_bins`` bin widths over each
         bin (HL-Gauss, Farebrother et al. 2024). Nearby bins share credit, so the classifier
-        learns that bin 100 is close to bin 101; ``sigma_bins = 0`` would be the one-hot target."""
+        learns that bin 100 is close to bin 101. ``sigma_bins`` must be > 0 (its limit at 0 is
+        the one-hot target of :meth:`encode`, which the policy uses then)."""
         x = self.normalize(actions).clamp(-1.0, 1.0)
         position = (x + 1.0) / 2.0 * self.num_bins  # in bin units, edges at 0..num_bins
         edges = torch.arange(self.num_bins + 1, device=x.device, dtype=x.dtype)
