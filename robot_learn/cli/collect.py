@@ -17,7 +17,8 @@ def collect_app(cfg: DictConfig) -> int:
     summary = collect_demos(
         check_task(cfg.task.name), int(cfg.episodes), cfg.out, noise=float(cfg.noise),
         seed=int(cfg.seed), cameras=list(cfg.cameras or []), image_size=int(cfg.image_size),
-        max_steps=cfg.max_steps, keep_failures=bool(cfg.keep_failures), source=cfg.source)
+        max_steps=cfg.max_steps, keep_failures=bool(cfg.keep_failures), source=cfg.source,
+        wait=cfg.wait)
     print(f"collected {summary.attempted} episodes of '{cfg.task.name}': "
           f"{summary.successes} succeeded, {summary.stored} stored in {summary.path}")
     return 0

@@ -79,11 +79,13 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
                   seed: int = 0, cameras: Sequence[str] = ("front", "wrist"),
                   image_size: int = 96, max_steps: int | None = None,
                   keep_failures: bool = False, source: str = "demo",
-                  progress_bar: bool = True, obs_keys: Sequence[str] = DEFAULT_OBS_KEYS) -> CollectSummary:
+                  progress_bar: bool = True, obs_keys: Sequence[str] = DEFAULT_OBS_KEYS,
+                  wait: bool | float = False) -> CollectSummary:
     """Record ``episodes`` expert episodes (seeds ``seed + i``) into the store at ``path``.
 
     The store is created if missing and appended to otherwise. Failed episodes
-    are dropped unless ``keep_failures``.
+    are dropped unless ``keep_failures``. If another process is writing the store,
+    ``wait`` (True, or seconds) waits for it; otherwise that is a StoreError.
     """
     from tqdm import tqdm
 
@@ -95,11 +97,7 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     path = Path(path)
-    if path.exists():
-        store = EpisodeStore.open(path, mode="a")
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        store = EpisodeStore.create(path)
+    store = EpisodeStore.open_or_create(path, wait=wait)
     env = make_env(task, cameras=tuple(cameras), image_size=image_size, max_steps=max_steps)
     successes = stored = 0
     bar = tqdm(range(episodes), desc=f"collect {task}", unit="ep", disable=not progress_bar)
@@ -115,6 +113,7 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
             bar.set_postfix(success=f"{successes}/{i + 1}", stored=stored)
     finally:
         env.close()
+        store.close()
     return CollectSummary(path=path, attempted=episodes, successes=successes, stored=stored)
 
 

@@ -5,6 +5,13 @@ says how many episodes and frames are committed; readers ignore anything in the
 arrays beyond that, and the next append overwrites it. `os.replace` of a fully
 written, fsynced temp file in the same directory is atomic on POSIX, so a
 process killed at any moment leaves either the old or the new record.
+
+Format versions (both are read):
+1. chunks without checksums; all-zero chunks are not written (zarr's default),
+   so a missing chunk file cannot be told from damage;
+2. every chunk is written and carries zstd's content checksum (see integrity.py).
+A store keeps the version it was created with: appending to a version-1 store
+writes version-1 chunks.
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ from robot_learn.data.errors import StoreError
 
 COMMIT_FILE = "episode_store.json"
 FORMAT = "robot_learn.episode_store"
-VERSION = 1
+VERSION = 2
+READ_VERSIONS = (1, 2)
 _TMP_SUFFIX = ".tmp"
 
 
@@ -30,9 +38,10 @@ class Commit:
     num_episodes: int = 0
     num_frames: int = 0
     schema: dict[str, dict[str, Any]] | None = field(default=None)
+    version: int = VERSION
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "version": VERSION, "num_episodes": self.num_episodes,
+        return {"format": FORMAT, "version": self.version, "num_episodes": self.num_episodes,
                 "num_frames": self.num_frames, "schema": self.schema}
 
 
@@ -54,10 +63,22 @@ def read_commit(root: Path) -> Commit:
         raise StoreError(f"{str(path)!r} is not an episode store commit record "
                          f"(format {record.get('format') if isinstance(record, dict) else None!r}, "
                          f"expected {FORMAT!r})")
-    if record.get("version") != VERSION:
-        raise StoreError(f"episode store version {record.get('version')!r} is not supported; "
-                         f"this code reads version {VERSION}")
-    return Commit(int(record["num_episodes"]), int(record["num_frames"]), record["schema"])
+    version = record.get("version")
+    if version not in READ_VERSIONS:
+        raise StoreError(f"{str(path)!r}: episode store version {version!r} is not supported; "
+                         f"this code reads versions {', '.join(map(str, READ_VERSIONS))}")
+    try:
+        commit = Commit(int(record["num_episodes"]), int(record["num_frames"]), record["schema"],
+                        version)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StoreError(f"{str(path)!r}: damaged commit record ({type(exc).__name__}: "
+                         f"{exc})") from None
+    if commit.num_episodes < 0 or commit.num_frames < commit.num_episodes \
+            or (commit.num_episodes > 0) != (commit.schema is not None):
+        raise StoreError(f"{str(path)!r}: damaged commit record ({commit.num_episodes} "
+                         f"episodes, {commit.num_frames} frames, schema "
+                         f"{'set' if commit.schema is not None else 'none'})")
+    return commit
 
 
 def write_commit(root: Path, commit: Commit) -> None:

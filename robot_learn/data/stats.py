@@ -39,3 +39,23 @@ def stats_to_json(stats: dict[str, np.ndarray], num_episodes: int, num_frames: i
 def stats_from_json(record: dict[str, Any]) -> dict[str, np.ndarray]:
     shape = tuple(record["shape"])
     return {k: np.asarray(record[k], dtype=np.float32).reshape(shape) for k in STAT_NAMES}
+
+
+def check_finite(arr: Any, key: str, num_frames: int, episode_ends: np.ndarray, block: int = 65536) -> None:
+    """Raise StoreError naming the key, episode, step and dim of the first NaN/Inf in
+    frames [0, num_frames) of `arr`. Non-float arrays cannot hold either and pass."""
+    if arr.dtype.kind != "f":
+        return
+    for start in range(0, num_frames, block):
+        chunk = arr[start:min(start + block, num_frames)]
+        bad = ~np.isfinite(chunk)
+        if not bad.any():
+            continue
+        where = np.argwhere(bad)[0]
+        frame = start + int(where[0])
+        ep = int(np.searchsorted(episode_ends, frame, side="right"))
+        step = frame - (int(episode_ends[ep - 1]) if ep > 0 else 0)
+        dim = tuple(int(i) for i in where[1:])
+        raise StoreError(
+            f"non-finite value {chunk[tuple(where)]} in {key!r} at episode {ep}, "
+            f"step {step} (frame {frame}{', dim ' + str(dim if len(dim) > 1 else dim[0]) if dim else ''})")

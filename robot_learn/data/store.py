@@ -4,6 +4,7 @@ Layout (plain zarr, readable without this code):
 
     zarr.json                  root group
     episode_store.json         commit record (see commit.py): episodes/frames committed + schema
+    episode_store.lock         single-writer lock (see lock.py)
     data/<key>                 per-step arrays concatenated along time (data/images/front, ...)
     meta/episode_ends          int64, end frame (exclusive) of each episode
     meta/<field>               one array per per-episode field (task, source, ...)
@@ -16,6 +17,11 @@ Crash safety also needs each chunk write to be all-or-nothing, because an append
 rewrites the chunk it shares with the previous episode. zarr's LocalStore writes
 chunks and metadata to a temp file and renames it into place from zarr 3.1.3 on
 (zarr-python PR #3412); with older zarr, appends warn that they are not crash-safe.
+
+One writer at a time: opening for appending takes the store's writer lock
+(lock.py). Every open checks the store's integrity cheaply (integrity.py): each
+committed chunk exists and the commit record agrees with meta/episode_ends;
+chunks carry checksums, so a damaged one raises StoreError when read.
 """
 
 from __future__ import annotations
@@ -31,9 +37,11 @@ import zarr
 from zarr.storage import LocalStore
 
 from robot_learn.data import commit as _commit
+from robot_learn.data import integrity
 from robot_learn.data.errors import StoreError
+from robot_learn.data.lock import LOCK_FILE, WriterLock
 from robot_learn.data.schema import META_FIELDS, validate_meta, validate_steps
-from robot_learn.data.stats import compute_stats, stats_from_json, stats_to_json
+from robot_learn.data.stats import check_finite, compute_stats, stats_from_json, stats_to_json
 from robot_learn.data.views import EpisodeView, select_episodes
 
 MODES = ("r", "a")
@@ -42,62 +50,126 @@ ZARR_ATOMIC_WRITES = tuple(int(p) for p in re.findall(r"\d+", zarr.__version__)[
 IMAGE_CHUNK_FRAMES = 4
 LOWDIM_CHUNK_FRAMES = 2048
 META_CHUNK = 1024
-_IMAGE_CODEC = zarr.codecs.ZstdCodec(level=1)  # rendered frames: ~6x smaller, fast to decode
-_LOWDIM_CODEC = zarr.codecs.ZstdCodec(level=3)
 
 
 class EpisodeStore:
     """Append-only store of episodes (per-step arrays plus per-episode metadata).
 
     Make one with `EpisodeStore.create(path)`, open one with
-    `EpisodeStore.open(path, mode="r" | "a")`. One writer at a time; readers
-    see the episodes committed when they opened (or last called `refresh`)."""
+    `EpisodeStore.open(path, mode="r" | "a")`. One writer at a time: a store open
+    for appending holds the store's writer lock until `close()` (or until it is
+    garbage collected, or its process ends). Readers see the episodes committed
+    when they opened (or last called `refresh`)."""
 
-    def __init__(self, path: Path, mode: str, _token: object = None) -> None:
+    def __init__(self, path: Path, mode: str, _token: object = None,
+                 _lock: WriterLock | None = None) -> None:
         if _token is not _OPEN_TOKEN:
             raise TypeError("use EpisodeStore.create(path) or EpisodeStore.open(path)")
         self.path = path
         self.mode = mode
-        self.refresh()
+        self._lock = _lock
+        try:
+            self.refresh()
+            if mode == "a":
+                self._check_tail_chunks()
+        except BaseException:
+            self.close()
+            raise
 
     # ----------------------------------------------------------------- opening
     @classmethod
-    def create(cls, path: str | os.PathLike) -> "EpisodeStore":
-        """Create a new, empty store at `path` (an absent path or an empty directory)."""
+    def create(cls, path: str | os.PathLike, wait: bool | float = False) -> "EpisodeStore":
+        """Create a new, empty store at `path` (an absent path or an empty directory),
+        open for appending. `wait` as in `open`."""
         root = Path(path)
-        if root.exists() and (not root.is_dir() or any(root.iterdir())):
-            what = "an episode store" if (root / _commit.COMMIT_FILE).exists() else "a non-empty path"
-            raise StoreError(f"cannot create an episode store at {str(root)!r}: it is already "
-                             f"{what}; open it with EpisodeStore.open(path, mode='a')")
-        _warn_if_writes_not_atomic()
-        group = zarr.open_group(store=LocalStore(root), mode="w-")
-        group.attrs["robot_learn"] = {"format": _commit.FORMAT, "version": _commit.VERSION,
-                                      "commit_record": _commit.COMMIT_FILE}
-        group.create_group("data")
-        meta = group.create_group("meta")
-        meta.create_array("episode_ends", shape=(0,), chunks=(META_CHUNK,), dtype="int64")
-        for name, (dtype, _default) in META_FIELDS.items():
-            meta.create_array(name, shape=(0,), chunks=(META_CHUNK,),
-                              dtype=str if dtype == "str" else dtype)
-        group.create_group("stats")
-        # The commit record is written last: until it exists, the path is not a store.
-        _commit.write_commit(root, _commit.Commit())
-        return cls(root, "a", _OPEN_TOKEN)
+        _check_creatable(root)
+        lock = _lock_dir(root, wait)
+        try:
+            _check_creatable(root)  # again under the lock: another writer may have made it
+            return cls._create_locked(root, lock)
+        except BaseException:
+            lock.release()
+            raise
 
     @classmethod
-    def open(cls, path: str | os.PathLike, mode: str = "r") -> "EpisodeStore":
-        """Open an existing store for reading ("r") or appending ("a")."""
+    def open(cls, path: str | os.PathLike, mode: str = "r", wait: bool | float = False) -> "EpisodeStore":
+        """Open an existing store for reading ("r") or appending ("a").
+
+        Appending takes the store's writer lock; if another process holds it,
+        `wait=False` raises StoreError naming the holder's pid, `wait=True` waits
+        for it and a number waits at most that many seconds."""
         if mode not in MODES:
             raise StoreError(f"unknown mode {mode!r}; valid modes: {', '.join(MODES)}")
         root = Path(path)
         _commit.read_commit(root)  # raises StoreError if this is not a store
-        if mode == "a":
-            _commit.remove_partial_files(root)
-            _warn_if_writes_not_atomic()
-        return cls(root, mode, _OPEN_TOKEN)
+        if mode == "r":
+            return cls(root, mode, _OPEN_TOKEN)
+        lock = WriterLock(root, wait)
+        try:
+            return cls._open_locked(root, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def open_or_create(cls, path: str | os.PathLike, wait: bool | float = False) -> "EpisodeStore":
+        """The store at `path` open for appending, created first if there is none.
+        Decided under the writer lock, so two processes starting together on a new
+        path never both create it. `wait` as in `open`."""
+        root = Path(path)
+        if not (root / _commit.COMMIT_FILE).exists():
+            _check_creatable(root)
+        lock = _lock_dir(root, wait)
+        try:
+            if (root / _commit.COMMIT_FILE).exists():
+                _commit.read_commit(root)
+                return cls._open_locked(root, lock)
+            _check_creatable(root)
+            return cls._create_locked(root, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _open_locked(cls, root: Path, lock: WriterLock) -> "EpisodeStore":
+        # Temp files are only safe to delete while holding the lock: they may be a live writer's.
+        _commit.remove_partial_files(root)
+        _warn_if_writes_not_atomic()
+        return cls(root, "a", _OPEN_TOKEN, lock)
+
+    @classmethod
+    def _create_locked(cls, root: Path, lock: WriterLock) -> "EpisodeStore":
+        _warn_if_writes_not_atomic()
+        # Not mode "w-": the lock file already lies in the directory (checked empty otherwise).
+        group = zarr.open_group(store=LocalStore(root), mode="a")
+        group.attrs["robot_learn"] = {"format": _commit.FORMAT, "version": _commit.VERSION,
+                                      "commit_record": _commit.COMMIT_FILE}
+        group.create_group("data")
+        meta = group.create_group("meta")
+        for name, dtype in (("episode_ends", "int64"), *((n, d) for n, (d, _) in META_FIELDS.items())):
+            meta.create_array(name, shape=(0,), chunks=(META_CHUNK,), dtype=str if dtype == "str" else dtype,
+                              compressors=integrity.LOWDIM_CODEC, config=integrity.ARRAY_CONFIG)
+        group.create_group("stats")
+        # The commit record is written last: until it exists, the path is not a store.
+        _commit.write_commit(root, _commit.Commit())
+        return cls(root, "a", _OPEN_TOKEN, lock)
+
+    def close(self) -> None:
+        """Release the writer lock (appending raises afterwards); reading still works."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> "EpisodeStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def refresh(self) -> None:
-        """Re-read the commit record and arrays (to see episodes appended by another process)."""
+        """Re-read the commit record and arrays (to see episodes appended by another process).
+        Raises StoreError if a committed chunk is missing or the commit record and
+        meta/episode_ends disagree."""
         self._commit = _commit.read_commit(self.path)
         try:
             self._group = zarr.open_group(
@@ -106,30 +178,31 @@ class EpisodeStore:
         except Exception as exc:  # zarr raises several types for a broken root
             raise StoreError(f"{str(self.path)!r}: cannot open the zarr root group: {exc}") from exc
         n, f = self._commit.num_episodes, self._commit.num_frames
-        self._meta_arrays = {name: self._array(f"meta/{name}", n)
-                             for name in ("episode_ends", *META_FIELDS)}
-        self._data = {key: self._array(f"data/{key}", f, spec)
-                      for key, spec in (self._commit.schema or {}).items()}
+        arrays = integrity.committed_arrays(self.path, self._group, self._commit)
+        if self._commit.version >= 2:
+            integrity.check_chunks_exist(self.path, arrays)
+        else:
+            integrity.warn_unverifiable(self.path)
+        checked = {name: integrity.CheckedArray(self.path, name, arr) for name, (arr, _) in arrays.items()}
+        self._meta_arrays = {name: checked[f"meta/{name}"] for name in ("episode_ends", *META_FIELDS)}
+        self._data = {key: checked[f"data/{key}"] for key in (self._commit.schema or {})}
         self._episode_ends = np.asarray(self._meta_arrays["episode_ends"][:n], dtype=np.int64)
+        integrity.check_consistency(self.path, n, f, self._episode_ends)
         self._meta = {name: _as_numpy(self._meta_arrays[name][:n]) for name in META_FIELDS}
         self._stats_cache: dict[str, dict[str, np.ndarray]] = {}
 
-    def _array(self, name: str, min_len: int, spec: Mapping[str, Any] | None = None) -> zarr.Array:
-        try:
-            arr = self._group[name]
-        except (KeyError, FileNotFoundError) as exc:
-            raise StoreError(f"store {str(self.path)!r} is missing array {name!r}") from exc
-        if not isinstance(arr, zarr.Array):
-            raise StoreError(f"store {str(self.path)!r}: {name!r} is a group, expected an array")
-        if arr.shape[0] < min_len:
-            raise StoreError(f"store {str(self.path)!r}: array {name!r} has {arr.shape[0]} rows, "
-                             f"but the commit record says {min_len}")
-        if spec is not None and (list(arr.shape[1:]) != list(spec["shape"])
-                                 or str(arr.dtype) != spec["dtype"]):
-            raise StoreError(f"store {str(self.path)!r}: array {name!r} has per-step shape "
-                             f"{arr.shape[1:]} dtype {arr.dtype}, schema says "
-                             f"{tuple(spec['shape'])} {spec['dtype']}")
-        return arr
+    def _check_tail_chunks(self) -> None:
+        # The next append rewrites the chunk it shares with the last episode; decoding
+        # it now refuses a damaged one before anything is written.
+        f = self.num_frames
+        for arr in self._data.values():
+            start = f - f % arr.chunks[0]
+            if start < f:
+                arr[start:f]
+
+    def verify(self) -> integrity.VerifyReport:
+        """Decode every committed chunk; the report lists missing and undecodable ones."""
+        return integrity.verify_store(self.path)
 
     # -------------------------------------------------------------- properties
     @property
@@ -180,8 +253,17 @@ class EpisodeStore:
 
         `steps` maps per-step keys to arrays with a common length T; `meta` holds
         the per-episode fields. All checks run before anything is written."""
-        if self.mode != "a":
-            raise StoreError(f"store {str(self.path)!r} is open read-only; open it with mode='a'")
+        if self.mode != "a" or self._lock is None:
+            state = "read-only" if self.mode != "a" else "closed"
+            raise StoreError(f"store {str(self.path)!r} is {state}; open it with mode='a'")
+        with self._lock.mutex:
+            # Another store object of this process may have appended since (they share the lock).
+            on_disk = _commit.read_commit(self.path)
+            if (on_disk.num_episodes, on_disk.num_frames) != (self.num_episodes, self.num_frames):
+                self.refresh()
+            return self._append(steps, meta)
+
+    def _append(self, steps: Mapping[str, Any], meta: Mapping[str, Any]) -> int:
         length, arrays, schema = validate_steps(steps, self._commit.schema)
         row = validate_meta(meta)
         n, f = self._commit.num_episodes, self._commit.num_frames
@@ -195,8 +277,8 @@ class EpisodeStore:
             arr.resize((n + 1,))
             arr[n] = f + length if name == "episode_ends" else row[name]
         # Commit point: until this replace lands, the episode does not exist.
-        _commit.write_commit(self.path, _commit.Commit(n + 1, f + length, schema))
-        self._commit = _commit.Commit(n + 1, f + length, schema)
+        self._commit = _commit.Commit(n + 1, f + length, schema, self._commit.version)
+        _commit.write_commit(self.path, self._commit)
         self._episode_ends = np.append(self._episode_ends, f + length)
         for name in META_FIELDS:
             self._meta[name] = np.append(self._meta[name], row[name])
@@ -208,13 +290,17 @@ class EpisodeStore:
         # append with another schema: start it afresh.
         data = self._group.create_group("data", overwrite=True)
         self._data = {}
+        v1 = self._commit.version < 2  # keeps its unchecked chunks (see commit.py)
         for key, spec in schema.items():
             shape = tuple(spec["shape"])
             image = key.startswith("images/")
             frames = IMAGE_CHUNK_FRAMES if image else LOWDIM_CHUNK_FRAMES
-            self._data[key] = data.create_array(
+            codec = integrity.IMAGE_CODEC if image else integrity.LOWDIM_CODEC
+            arr = data.create_array(
                 key, shape=(0, *shape), chunks=(frames, *shape), dtype=spec["dtype"],
-                compressors=_IMAGE_CODEC if image else _LOWDIM_CODEC)
+                compressors=zarr.codecs.ZstdCodec(level=codec.level) if v1 else codec,
+                config=integrity.ARRAY_CONFIG)
+            self._data[key] = integrity.CheckedArray(self.path, f"data/{key}", arr)
 
     # ----------------------------------------------------------------- reading
     def episode_range(self, index: int) -> tuple[int, int]:
@@ -229,8 +315,9 @@ class EpisodeStore:
         end = self.num_frames if end is None else min(end, self.num_frames)
         return arr[start:end]
 
-    def array(self, key: str) -> zarr.Array:
-        """The underlying zarr array of per-step `key` (may hold uncommitted rows past num_frames)."""
+    def array(self, key: str) -> integrity.CheckedArray:
+        """The zarr array of per-step `key` (may hold uncommitted rows past num_frames),
+        wrapped so that reading a damaged chunk raises StoreError naming it."""
         if key not in self._data:
             raise StoreError(f"unknown key {key!r}; store keys: {', '.join(self.keys) or '(none yet)'}")
         return self._data[key]
@@ -288,22 +375,7 @@ class EpisodeStore:
         Integer, bool and image keys cannot hold either and are skipped."""
         keys = self.keys if keys is None else ([keys] if isinstance(keys, str) else list(keys))
         for key in keys:
-            arr = self.array(key)
-            if arr.dtype.kind != "f":
-                continue
-            for start in range(0, self.num_frames, block):
-                chunk = arr[start:min(start + block, self.num_frames)]
-                bad = ~np.isfinite(chunk)
-                if not bad.any():
-                    continue
-                where = np.argwhere(bad)[0]
-                frame = start + int(where[0])
-                ep = int(np.searchsorted(self._episode_ends, frame, side="right"))
-                step = frame - self.episode_range(ep)[0]
-                dim = tuple(int(i) for i in where[1:])
-                raise StoreError(
-                    f"non-finite value {chunk[tuple(where)]} in {key!r} at episode {ep}, "
-                    f"step {step} (frame {frame}{', dim ' + str(dim if len(dim) > 1 else dim[0]) if dim else ''})")
+            check_finite(self.array(key), key, self.num_frames, self._episode_ends, block)
 
     def disk_size_bytes(self) -> int:
         """Bytes on disk under the store directory."""
@@ -314,6 +386,23 @@ class EpisodeStore:
         """Human-readable summary (see `robot_learn.data.summarize`)."""
         from robot_learn.data.summary import summarize
         return summarize(self)
+
+
+def _check_creatable(root: Path) -> None:
+    if root.exists() and not root.is_dir():
+        raise StoreError(f"cannot create an episode store at {str(root)!r}: it is a file")
+    if root.is_dir() and any(p.name != LOCK_FILE for p in root.iterdir()):
+        what = "an episode store" if (root / _commit.COMMIT_FILE).exists() else "a non-empty path"
+        raise StoreError(f"cannot create an episode store at {str(root)!r}: it is already "
+                         f"{what}; open it with EpisodeStore.open(path, mode='a')")
+
+
+def _lock_dir(root: Path, wait: bool | float) -> WriterLock:
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create an episode store at {str(root)!r}: {exc.strerror}") from exc
+    return WriterLock(root, wait)
 
 
 def _warn_if_writes_not_atomic() -> None:

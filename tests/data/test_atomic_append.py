@@ -76,10 +76,11 @@ def test_append_is_atomic_when_killed(tmp_path):
 
         store = check_committed(path)
         interrupted += leftover_rows(path, store.num_frames, store.num_episodes)
-        # The store takes a new episode right away (from this process) and keeps it.
-        appender = EpisodeStore.open(path, mode="a")
-        i = appender.append_episode(expected_episode(appender.num_episodes),
-                                    make_meta(appender.num_episodes))
+        # The store takes a new episode right away (from this process) and keeps it;
+        # closing it lets the next writer process take the writer lock.
+        with EpisodeStore.open(path, mode="a") as appender:
+            i = appender.append_episode(expected_episode(appender.num_episodes),
+                                        make_meta(appender.num_episodes))
         store = check_committed(path)
         assert store.num_episodes == i + 1
         assert not list(path.rglob("*.partial")), "temp files of the killed writer remain"
