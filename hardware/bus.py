@@ -85,7 +85,8 @@ class ServoBus(ABC):
     def _close(self) -> None: ...
 
     @abstractmethod
-    def _clear(self) -> None: ...
+    def _drain(self, quiet_s: float = 0.0) -> int:
+        """Discard received bytes until none arrives for `quiet_s`; returns how many were dropped."""
 
     @abstractmethod
     def _ping_once(self, motor_id: int) -> tuple[int, Outcome]: ...
@@ -101,9 +102,6 @@ class ServoBus(ABC):
 
     @abstractmethod
     def _sync_write_once(self, reg: Register, raw: dict[int, int]) -> Outcome: ...
-
-    @abstractmethod
-    def _scan_ids(self, ids: Iterable[int]) -> dict[int, int]: ...
 
     # -- connection -----------------------------------------------------------------
     @property
@@ -184,16 +182,19 @@ class ServoBus(ABC):
         if not self._connected:
             raise BusNotConnectedError(f"{self.vendor} bus on {self.port} is not connected; call connect() first")
 
-    def _attempts(self, what: str, fn: Callable[[], tuple[T, Outcome]]) -> T:
-        """Run one transaction with the retry budget; raise a clear error when it is spent."""
+    def _attempts(self, what: str, fn: Callable[[], tuple[T, Outcome]], group: bool = False) -> T:
+        """Run one transaction with the retry budget; raise a clear error when it is spent.
+
+        `what` names the operation; for a single motor it names the motor too. For a
+        `group` transaction the error adds the motor that failed to answer."""
         self._require_connected()
         last = Outcome(OTHER)
         with self.lock:
             for attempt in range(self.retries + 1):
-                if attempt:
-                    self.retries_used += 1
-                    self._clear()  # drop a late reply so it is not taken for the next one
                 try:
+                    if attempt:
+                        self.retries_used += 1
+                        self._drain()  # drop a late reply so it is not taken for the next one
                     value, outcome = fn()
                 except (OSError, termios.error) as exc:  # serial.SerialException is an OSError
                     self._connected = False
@@ -211,7 +212,7 @@ class ServoBus(ABC):
                     return value
                 last = outcome
         who = ""
-        if last.failed_id is not None:
+        if group and last.failed_id is not None:
             name, _ = self.motor(last.failed_id)
             who = f" (motor {name!r}, id {last.failed_id})"
         msg = (f"{self.vendor} bus on {self.port}: {what}{who} failed after {self.retries + 1} attempts "
@@ -231,15 +232,47 @@ class ServoBus(ABC):
         except (MotorNotRespondingError, CorruptReplyError):
             return None
 
-    def scan(self, ids: Iterable[int] = range(0, 253)) -> dict[int, int]:
-        """IDs that answer, with their model numbers."""
+    def scan(self, ids: Iterable[int] = range(0, 253), retries: int | None = None) -> dict[int, int]:
+        """IDs that answer, with their model numbers.
+
+        Each ID is pinged up to `retries` + 1 times (default: the bus's retry budget),
+        so one lost reply does not hide a servo. After a ping that got no reply, the
+        next ping (a retry or the next ID) waits until the line has been quiet for one
+        reply timeout, dropping what arrives, so a late reply is not read as the answer
+        to a later ping. A silent ID costs about 2 x (retries + 1) timeouts."""
         self._require_connected()
+        attempts = 1 + (self.retries if retries is None else retries)
+        if attempts < 1:
+            raise ValueError(f"scan retries must be >= 0, got {retries}")
+        found: dict[int, int] = {}
+        missed = False  # a ping of the previous ID got no reply; it may still arrive
         with self.lock:
             try:
-                return self._scan_ids(ids)
+                for motor_id in ids:
+                    number, missed = self._probe(motor_id, attempts, settle=missed)
+                    if number is not None:
+                        found[motor_id] = number
             except (OSError, termios.error) as exc:
                 self._connected = False
                 raise BusDisconnectedError(f"{self.vendor} bus on {self.port} disconnected while scanning: {exc}") from exc
+        return found
+
+    def _probe(self, motor_id: int, attempts: int, settle: bool) -> tuple[int | None, bool]:
+        """Ping one ID for `scan`, draining first (until quiet when `settle`).
+
+        Returns the model number (None if it never answered) and whether any ping
+        missed its reply: then a reply may still be on its way, so the next ID settles."""
+        missed = False
+        for _ in range(attempts):
+            self._drain(self.timeout_ms / 1000.0 if settle or missed else 0.0)
+            try:
+                number, outcome = self._ping_once(motor_id)
+            except IndexError:  # a malformed reply (see _attempts)
+                outcome = Outcome(CORRUPT)
+            if outcome.kind == OK:
+                return number, missed
+            missed = True
+        return None, True
 
     def read(self, register: str, motor: str) -> int:
         """Read one register of one motor (decoded to a signed int where the register is signed)."""
@@ -263,7 +296,7 @@ class ServoBus(ABC):
             self.motor(n)
         reg = self._register(register, names)
         ids = [self.motors[n].id for n in names]
-        raw = self._attempts(f"sync-reading {register}", lambda: self._sync_read_once(reg, ids))
+        raw = self._attempts(f"sync-reading {register}", lambda: self._sync_read_once(reg, ids), group=True)
         return {n: reg.decode(raw[self.motors[n].id]) for n in names}
 
     def sync_write(self, register: str, values: Mapping[str, float | int]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from robot_learn.hardware.bus import Motor
 from robot_learn.hardware.errors import SDKMissingError
@@ -24,11 +24,3 @@ class DynamixelBus(SDKBus):
 
     def _new_packet_handler(self) -> Any:
         return self.sdk.PacketHandler(2.0)
-
-    def _scan_ids(self, ids: Iterable[int]) -> dict[int, int]:
-        # One broadcast PING answers for every ID at once (the SDK waits a fixed ~0.8 s).
-        wanted = set(ids)
-        found, result = self._ph.broadcastPing(self._port)
-        if result != self.sdk.COMM_SUCCESS:
-            return {}
-        return {i: info[0] for i, info in sorted(found.items()) if i in wanted}

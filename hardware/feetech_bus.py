@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from robot_learn.hardware.bus import Motor
+from robot_learn.hardware.bus import Motor, Outcome
+from robot_learn.hardware.control_table import model_table
 from robot_learn.hardware.errors import SDKMissingError
 from robot_learn.hardware.sdk_bus import SDKBus
+
+MODEL_NUMBER = model_table("sts3215").register("Model_Number")  # address 3 on every STS/SCS model
 
 
 class FeetechBus(SDKBus):
@@ -24,3 +27,10 @@ class FeetechBus(SDKBus):
 
     def _new_packet_handler(self) -> Any:
         return self.sdk.PacketHandler(0)  # 0: STS series byte order (little-endian)
+
+    def _ping_once(self, motor_id: int) -> tuple[int, Outcome]:
+        # scservo_sdk's ping() is a PING then a READ of the model number, and Feetech
+        # status packets do not say which request they answer: a late PING reply is
+        # taken for the READ's. One READ does the same job, and a late reply to an
+        # earlier try of it carries the same model number.
+        return self._read_once(motor_id, MODEL_NUMBER)

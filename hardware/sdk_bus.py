@@ -4,12 +4,15 @@ maps them onto `ServoBus` primitives. Packets are built and parsed by the SDKs."
 
 from __future__ import annotations
 
-import termios
+import time
 from types import ModuleType
-from typing import Any, Iterable
+from typing import Any
 
 from robot_learn.hardware.bus import CORRUPT, OK, OTHER, TIMEOUT, Outcome, ServoBus
 from robot_learn.hardware.control_table import Register
+
+DRAIN_POLL_S = 5e-4  # poll interval while waiting for a quiet line
+DRAIN_LIMIT_S = 1.0  # longest a drain waits for the line to go quiet
 
 
 def make_port_handler(sdk: ModuleType, port: str, timeout_ms: float) -> Any:
@@ -43,11 +46,21 @@ class SDKBus(ServoBus):
     def _close(self) -> None:
         self._port.closePort()
 
-    def _clear(self) -> None:
-        try:
-            self._port.clearPort()
-        except (OSError, termios.error):
-            pass
+    def _drain(self, quiet_s: float = 0.0) -> int:
+        # Through pyserial directly: scservo_sdk's clearPort() flushes output, not input.
+        ser = self._port.ser
+        dropped = 0
+        now = time.monotonic()
+        quiet_until, give_up = now + quiet_s, now + DRAIN_LIMIT_S
+        while True:
+            waiting = ser.in_waiting
+            if waiting:
+                dropped += len(ser.read(waiting))
+                quiet_until = time.monotonic() + quiet_s
+            now = time.monotonic()
+            if now >= quiet_until or now >= give_up:  # give_up: a babbling line must not hang us
+                return dropped
+            time.sleep(DRAIN_POLL_S)
 
     def _outcome(self, result: int, error: int = 0, failed_id: int | None = None) -> Outcome:
         text = self._ph.getTxRxResult(result)
@@ -64,6 +77,11 @@ class SDKBus(ServoBus):
 
     def _read_once(self, motor_id: int, reg: Register) -> tuple[int, Outcome]:
         data, result, error = self._ph.readTxRx(self._port, motor_id, reg.address, reg.size)
+        if result == self.sdk.COMM_SUCCESS and len(data) < reg.size:
+            # The SDKs match a reply by ID only, so a late reply from this motor to an
+            # earlier request (a ping, a write ack) can be taken for this read.
+            return 0, Outcome(CORRUPT, f"reply with {len(data)} of {reg.size} data bytes "
+                                       f"(a late reply to an earlier request?)", 0, motor_id)
         value = int.from_bytes(bytes(data[:reg.size]), "little") if result == self.sdk.COMM_SUCCESS else 0
         return value, self._outcome(result, error, motor_id)
 
@@ -89,11 +107,3 @@ class SDKBus(ServoBus):
         for motor_id, value in raw.items():
             group.addParam(motor_id, list(value.to_bytes(reg.size, "little")))
         return self._outcome(group.txPacket())
-
-    def _scan_ids(self, ids: Iterable[int]) -> dict[int, int]:
-        found = {}
-        for motor_id in ids:
-            number, result, _ = self._ph.ping(self._port, motor_id)
-            if result == self.sdk.COMM_SUCCESS:
-                found[motor_id] = number
-        return found

@@ -50,8 +50,14 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("scan", help="list the servo IDs answering on a port")
     p.add_argument("--port", required=True)
     p.add_argument("--vendor", choices=list(VENDORS), required=True)
-    p.add_argument("--max-id", type=int, default=20)
+    p.add_argument("--max-id", type=int, default=20, help="scan ids 0..MAX_ID (default 20)")
     p.add_argument("--baudrate", type=int, default=1_000_000)
+    p.add_argument("--retries", type=int, default=2,
+                   help="extra pings of an id that does not answer (default 2); a silent id costs "
+                        "about 2 x (retries + 1) x --timeout-ms")
+    p.add_argument("--expect", default=None, metavar="IDS",
+                   help="ids that must answer, e.g. 1-6 or 1,2,5 or 1-3,7; if any is silent, "
+                        "exit 1 naming them")
     p = sub.add_parser("calibrate", help="record homing offsets and ranges of motion")
     _arm_args(p)
     for name in ("teleop", "record"):
@@ -160,23 +166,59 @@ def _load_callable(spec: str) -> Callable[[dict], Any]:
     return getattr(importlib.import_module(module), attr)
 
 
+MAX_SERVO_ID = 252  # 253 and up are reserved (254 is the broadcast id)
+
+
+def parse_ids(spec: str, option: str = "--expect") -> list[int]:
+    """Servo ids from a spec like "1-6", "1,2,5" or "1-3,7" (sorted, without repeats)."""
+    ids: set[int] = set()
+    for part in spec.split(","):
+        low, dash, high = part.strip().partition("-")
+        try:
+            first, last = int(low), int(high if dash else low)
+        except ValueError:
+            raise ValueError(f"{option} {spec!r}: {part.strip()!r} is not an id or a range; "
+                             f"write ids like 1-6 or 1,2,5") from None
+        if not 0 <= first <= last <= MAX_SERVO_ID:
+            raise ValueError(f"{option} {spec!r}: {part.strip()!r} must be ids 0..{MAX_SERVO_ID}, low to high")
+        ids.update(range(first, last + 1))
+    return sorted(ids)
+
+
+def _scan(args: argparse.Namespace) -> int:
+    if not 0 <= args.max_id <= MAX_SERVO_ID:
+        raise ValueError(f"--max-id must be in 0..{MAX_SERVO_ID}, got {args.max_id}")
+    if args.retries < 0:
+        raise ValueError(f"--retries must be >= 0, got {args.retries}")
+    expected = parse_ids(args.expect) if args.expect is not None else []
+    last_id = max([args.max_id, *expected])
+    bus_cls, model = VENDORS[args.vendor]
+    bus = bus_cls(args.port, {"probe": Motor(1, model)}, baudrate=args.baudrate, timeout_ms=args.timeout_ms)
+    bus.connect(handshake=False)
+    try:
+        found = bus.scan(range(0, last_id + 1), retries=args.retries)
+    finally:
+        bus.disconnect(disable_torque=False)
+    for motor_id, number in found.items():
+        print(f"id {motor_id}: model number {number}")
+    missing = [i for i in expected if i not in found]
+    if missing:
+        print(f"robot-learn hw scan: expected ids did not answer on {args.port}: "
+              f"{', '.join(map(str, missing))} ({args.retries + 1} pings each, timeout {args.timeout_ms:g} ms)",
+              file=sys.stderr)
+        return 1
+    if not found:
+        print(f"no servos answered on {args.port} (ids 0..{last_id})")
+        return 1
+    return 0
+
+
 def _run(args: argparse.Namespace, input_fn: Callable[[str], str]) -> int:
     if args.command == "find-port":
         print(find_port(input_fn=input_fn, list_fn=lambda: list_ports(args.pattern), settle_s=args.settle))
         return 0
     if args.command == "scan":
-        bus_cls, model = VENDORS[args.vendor]
-        bus = bus_cls(args.port, {"probe": Motor(1, model)}, baudrate=args.baudrate, timeout_ms=args.timeout_ms)
-        bus.connect(handshake=False)
-        try:
-            found = bus.scan(range(0, args.max_id + 1))
-        finally:
-            bus.disconnect(disable_torque=False)
-        for motor_id, number in found.items():
-            print(f"id {motor_id}: model number {number}")
-        if not found:
-            print(f"no servos answered on {args.port} (ids 0..{args.max_id})")
-        return 0 if found else 1
+        return _scan(args)
     if args.command == "calibrate":
         arm = _make(args)
         try:

@@ -17,6 +17,57 @@ def test_scan_prints_every_emulated_id(koch_emulator, capsys):
     assert "model number 1060" in out and "model number 1200" in out
 
 
+def test_scan_retries_a_dropped_reply_and_every_expected_id_answers(so101_emulator, capsys):
+    so101_emulator.inject("drop", count=1, servo_id=3)
+    assert main(["scan", "--port", so101_emulator.port, "--vendor", "feetech", "--expect", "1-6"]) == 0
+    assert [line.split(":")[0] for line in capsys.readouterr().out.splitlines()] == [f"id {i}" for i in range(1, 7)]
+
+
+def test_scan_finds_the_servo_behind_a_late_reply(koch_emulator, capsys):
+    koch_emulator.inject("delay", count=1, delay_s=0.05, servo_id=3)  # against the 20 ms timeout
+    assert main(["scan", "--port", koch_emulator.port, "--vendor", "dynamixel", "--expect", "1,2,3-6"]) == 0
+    assert "id 3: model number 1200" in capsys.readouterr().out
+
+
+def test_scan_exits_nonzero_naming_expected_ids_that_stay_silent(capsys):
+    from robot_learn.hardware.emulator import ServoBusEmulator
+
+    with ServoBusEmulator("feetech", [(i, "sts3215") for i in (1, 2, 4, 5)]) as emu:
+        code = main(["scan", "--port", emu.port, "--vendor", "feetech", "--retries", "1", "--expect", "1-6"])
+    assert code == 1
+    captured = capsys.readouterr()
+    assert [line.split(":")[0] for line in captured.out.splitlines()] == ["id 1", "id 2", "id 4", "id 5"]
+    assert captured.err == (f"robot-learn hw scan: expected ids did not answer on {emu.port}: 3, 6 "
+                            f"(2 pings each, timeout 20 ms)\n")
+
+
+def test_scan_without_retries_reports_the_servo_a_dropped_reply_hid(so101_emulator, capsys):
+    so101_emulator.inject("drop", count=1, servo_id=3)
+    assert main(["scan", "--port", so101_emulator.port, "--vendor", "feetech", "--retries", "0",
+                 "--expect", "1-6"]) == 1
+    assert "expected ids did not answer on " in capsys.readouterr().err
+
+
+def test_scan_expects_ids_above_max_id_too(so101_emulator, capsys):
+    assert main(["scan", "--port", so101_emulator.port, "--vendor", "feetech", "--max-id", "2",
+                 "--expect", "6"]) == 0
+    assert "id 6: model number 777" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--expect", "1-x"], "--expect '1-x': '1-x' is not an id or a range; write ids like 1-6 or 1,2,5"),
+    (["--expect", "1,,2"], "--expect '1,,2': '' is not an id or a range"),
+    (["--expect", "6-1"], "--expect '6-1': '6-1' must be ids 0..252, low to high"),
+    (["--expect", "300"], "--expect '300': '300' must be ids 0..252, low to high"),
+    (["--retries", "-1"], "--retries must be >= 0, got -1"),
+    (["--max-id", "253"], "--max-id must be in 0..252, got 253"),
+])
+def test_scan_options_out_of_range_are_one_line_errors(so101_emulator, capsys, argv, message):
+    assert main(["scan", "--port", so101_emulator.port, "--vendor", "feetech", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"robot-learn hw scan: {message}") and err.count("\n") == 1
+
+
 def test_unknown_port_is_reported_with_the_ports_found(capsys):
     assert main(["scan", "--port", "/dev/ttyNOPE", "--vendor", "feetech"]) == 2
     assert "'/dev/ttyNOPE' not found; ports found:" in capsys.readouterr().err
