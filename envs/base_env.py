@@ -19,7 +19,7 @@ from gymnasium import spaces
 from . import arm
 from .rendering import CameraRenderer, check_cameras
 from .scene import COLOUR_NAMES, PALETTE, build_scene
-from .task_base import N_PARAMS, FamilyTask, quat_of_yaw
+from .task_base import N_PARAMS, FamilyTask, quat_of_yaw, yaw_of_quat
 
 FAMILIES = ("stack", "peg", "bin")
 ACTION_MODES = ("pose", "joint")
@@ -36,6 +36,11 @@ STATE_VERSION = 1.0
 OBJECT_SLOTS = 3
 OBJECT_FEATURES = 7 + len(COLOUR_NAMES)
 OBJECTS_DIM = OBJECT_SLOTS * OBJECT_FEATURES
+# TabletopEnv.scene_labels(): privileged targets for training frame encoders.
+SCENE_LABELS = ("move_x", "move_y", "move_z", "move_cos4yaw", "move_sin4yaw",
+                "target_x", "target_y", "target_z", "target_cos4yaw", "target_sin4yaw",
+                "tcp_x", "tcp_y", "tcp_z", "gripper")
+SCENE_LABEL_DIM = len(SCENE_LABELS)
 
 # get_state() header: version, family, variant, template, step count, 3 colours.
 _HEADER = 8
@@ -288,6 +293,24 @@ class TabletopEnv(gym.Env):
             out[slot, 3:7] = quat
             out[slot, 7 + COLOUR_NAMES.index(self.colours[role])] = 1.0
         return out.reshape(-1)
+
+    def scene_labels(self) -> np.ndarray:
+        """Privileged training targets for frame encoders, in ``SCENE_LABELS`` order.
+
+        Per role (object to move, then target): position (3) and the yaw as
+        (cos 4y, sin 4y), since cubes, square pegs and bins look the same every quarter
+        turn; then the grasp centre (3) and the gripper command (1). Role order, not
+        colour order, so predicting them from a frame means finding the object the
+        instruction names. Never an observation: sim training only.
+        """
+        out = np.empty(SCENE_LABEL_DIM, dtype=np.float32)
+        for i, role in enumerate(("move", "target")):
+            pos, quat = self.object_pose(role)
+            yaw4 = 4.0 * yaw_of_quat(quat)
+            out[5 * i : 5 * i + 5] = (*pos, math.cos(yaw4), math.sin(yaw4))
+        out[10:13] = self.tcp_pose()[0]
+        out[13] = self.gripper_command()
+        return out
 
     def _info(self) -> dict[str, Any]:
         success = bool(self.task.success(self))

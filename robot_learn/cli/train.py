@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from robot_learn.cli.frame_features import prepare_frame_features, view_stats
 from robot_learn.cli.hydra_app import CLIError, run_hydra_app
 
 
@@ -70,7 +71,8 @@ def ensure_demos(cfg: DictConfig, task: str) -> Any:
 def check_store_fits_policy(view: Any, policy_config: Any, path: str) -> None:
     """The demo store must hold every observation the policy reads, at the right shape."""
     schema = view.store.schema
-    needed = {k: (int(v),) for k, v in policy_config.state_dims.items()}
+    needed = {k: (int(v),) for k, v in policy_config.state_dims.items()
+              if not (policy_config.frame_encoder and k == "features")}  # from the frame encoder
     size = int(policy_config.image_size)
     needed.update({f"images/{c}": (size, size, 3) for c in policy_config.camera_names})
     needed["action"] = (int(policy_config.action_dim),)
@@ -107,15 +109,20 @@ def train_app(cfg: DictConfig) -> int:
     policy_config = fit_policy_to_task(instantiate_node(cfg.policy, "policy"), task)
     policy_name = policy_name_for_config(policy_config)
     check_store_fits_policy(demos, policy_config, cfg.data.path)
-    stats = demos.store.stats([*policy_config.state_dims, "action"])
+    # Pixel presets: a pretrained frame encoder, and its features cached in the store.
+    policy_config, encoder, derived = prepare_frame_features(policy_config, demos, task, cfg.data.path)
+    stats = demos.store.stats([k for k in (*policy_config.state_dims, "action") if k not in derived])
+    stats.update({k: view_stats(demos, v) for k, v in derived.items()})
     instructions = sorted({str(s) for s in demos.store.meta["instruction"]})
     policy = make_policy(policy_name, policy_config, stats, instructions=instructions)
+    if encoder is not None:
+        policy.frame_encoder.load_state_dict(encoder.state_dict())
     train_cfg = instantiate_node(cfg.train, "train", out_dir=str(run_dir))
     if train_cfg.num_threads:
         torch.set_num_threads(train_cfg.num_threads)
     sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=train_cfg.batch_size,
-                            seed=rank_seed(int(cfg.data.sampler_seed)))
+                            seed=rank_seed(int(cfg.data.sampler_seed)), derived=derived)
     n_params = sum(p.numel() for p in policy.parameters())
     print(f"[2/4] {policy_choice}: {n_params / 1e6:.2f} M parameters, "
           f"{demos.num_episodes} demos, obs {list(policy.obs_shapes)}")

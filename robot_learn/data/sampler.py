@@ -11,7 +11,7 @@ Every step of every selected episode is an anchor, drawn uniformly.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -27,12 +27,17 @@ class WindowSampler:
 
     With `cache=True` (default) the needed arrays of the selected episodes are
     read and decompressed into memory once, if they take at most `max_cache_bytes`;
-    otherwise each batch reads only the frames it needs from zarr."""
+    otherwise each batch reads only the frames it needs from zarr.
+
+    `derived` adds per-frame arrays kept outside the store's schema (e.g. cached
+    frame features, see `feature_cache`), one row per committed store frame; their
+    names can then be used in `obs_keys` like store keys."""
 
     def __init__(self, source: EpisodeStore | EpisodeView, obs_keys: Sequence[str] = ("state",),
                  action_key: str = "action", obs_horizon: int = 2, action_horizon: int = 16,
                  batch_size: int = 64, seed: int = 0, cache: bool = True,
-                 max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES) -> None:
+                 max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES,
+                 derived: Mapping[str, np.ndarray] | None = None) -> None:
         view = source.view() if isinstance(source, EpisodeStore) else source
         if not isinstance(view, EpisodeView):
             raise StoreError(f"WindowSampler needs an EpisodeStore or EpisodeView, "
@@ -43,9 +48,18 @@ class WindowSampler:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise StoreError(f"{name} must be a positive int, got {value!r}")
         obs_keys = (obs_keys,) if isinstance(obs_keys, str) else tuple(obs_keys)
+        derived = dict(derived or {})
+        for key, values in derived.items():
+            if len(values) != store.num_frames:
+                raise StoreError(f"derived array {key!r} has {len(values)} rows; the store has "
+                                 f"{store.num_frames} committed frames")
+            bad = np.flatnonzero(~np.isfinite(values).reshape(len(values), -1).all(axis=1))
+            if len(bad):
+                raise StoreError(f"derived array {key!r} has a non-finite value at frame {int(bad[0])}")
         for key in (*obs_keys, action_key):
-            if key not in store.keys:
-                raise StoreError(f"unknown key {key!r}; store keys: {', '.join(store.keys) or '(none)'}")
+            if key not in store.keys and key not in derived:
+                known = [*store.keys, *derived]
+                raise StoreError(f"unknown key {key!r}; store keys: {', '.join(known) or '(none)'}")
         if view.num_episodes == 0:
             raise StoreError("cannot sample windows: the store or view has no episodes")
         self.view, self.store = view, store
@@ -61,8 +75,9 @@ class WindowSampler:
         self._episodes = episodes
         self._instructions = store.meta["instruction"][episodes]
         keys = tuple(dict.fromkeys((*obs_keys, action_key)))
+        stored = [k for k in keys if k not in derived]
         need = sum(int(self._lengths.sum()) * int(np.prod(store.schema[k]["shape"], dtype=np.int64))
-                   * np.dtype(store.schema[k]["dtype"]).itemsize for k in keys)
+                   * np.dtype(store.schema[k]["dtype"]).itemsize for k in stored)
         self.cached = bool(cache) and need <= max_cache_bytes
         if cache and not self.cached:
             warnings.warn(f"WindowSampler: {need / 2**20:.0f} MiB exceeds max_cache_bytes; "
@@ -70,10 +85,11 @@ class WindowSampler:
         if self.cached:
             # Frames of the selected episodes laid end to end in memory.
             self._frame_starts = np.concatenate([[0], np.cumsum(self._lengths)[:-1]]).astype(np.int64)
-            self._arrays: dict[str, Any] = {k: read_ranges(store.array(k), starts, ends) for k in keys}
+            self._arrays: dict[str, Any] = {
+                k: read_ranges(derived[k] if k in derived else store.array(k), starts, ends) for k in keys}
         else:
             self._frame_starts = starts.astype(np.int64)
-            self._arrays = {k: store.array(k) for k in keys}
+            self._arrays = {k: derived[k] if k in derived else store.array(k) for k in keys}
         # Anchor table: position in `episodes` and step t for every step.
         total = int(self._lengths.sum())
         self._anchor_pos = np.repeat(np.arange(len(episodes)), self._lengths)
@@ -132,7 +148,8 @@ class WindowSampler:
             return arr[idx]
         # Read each distinct frame once from zarr, then fan out in memory.
         uniq, inverse = np.unique(idx, return_inverse=True)
-        return arr.oindex[uniq][inverse.reshape(idx.shape)]
+        rows = arr[uniq] if isinstance(arr, np.ndarray) else arr.oindex[uniq]
+        return rows[inverse.reshape(idx.shape)]
 
     def state_dict(self) -> dict[str, Any]:
         """RNG state as a JSON-able dict of plain Python values (no pickle needed)."""

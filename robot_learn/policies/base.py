@@ -19,6 +19,8 @@ import torch
 from torch import nn
 
 from robot_learn.policies.batch import to_torch
+from robot_learn.policies.frame_encoder import FEATURES_KEY, FrameEncoder, FrameEncoderConfig, frozen_features
+from robot_learn.policies.text_encoder import batch_instructions
 
 Obs = dict[str, Any]
 
@@ -41,6 +43,12 @@ class Policy(nn.Module, ABC):
     def __init__(self, config: Any) -> None:
         super().__init__()
         self.config = config
+        # A frozen, pretrained frame encoder (config ``frame_encoder``, a FrameEncoderConfig
+        # as a dict) turns cameras + instruction into the low-dim key ``features``; its
+        # weights are saved with the policy, so a checkpoint deploys on its own.
+        encoder_settings = dict(getattr(config, "frame_encoder", None) or {})
+        self.frame_encoder = (FrameEncoder(FrameEncoderConfig(**encoder_settings)).requires_grad_(False).eval()
+                              if encoder_settings else None)
         self._history: dict[tuple[str, ...], deque[torch.Tensor]] = {}
         self._instruction: list[str] | None = None
         self._action_queue: deque[torch.Tensor] = deque()
@@ -65,16 +73,42 @@ class Policy(nn.Module, ABC):
         The default reads the config's ``state_dims`` (key -> size), ``camera_names`` and
         square ``image_size``; a policy whose config says otherwise overrides this.
         """
-        shapes: dict[str, tuple[int, ...]] = {key: (dim,) for key, dim in self.config.state_dims.items()}
+        encoder = self.frame_encoder
+        shapes: dict[str, tuple[int, ...]] = {key: (dim,) for key, dim in self.config.state_dims.items()
+                                              if encoder is None or key != FEATURES_KEY}
         for camera in self.config.camera_names:
             shapes[f"images/{camera}"] = (self.config.image_size, self.config.image_size, 3)
+        if encoder is not None:  # the encoder's features come from its cameras
+            size = encoder.config.image_size
+            shapes.update({f"images/{c}": (size, size, 3) for c in encoder.config.cameras})
         return shapes
 
     @property
     def training_obs_keys(self) -> tuple[str, ...]:
-        """Keys a training sampler must provide: ``obs_shapes`` plus any the loss alone
-        reads (e.g. privileged labels); inference needs only ``obs_shapes``."""
-        return tuple(self.obs_shapes)
+        """Keys a training sampler must provide: the low-dim keys (with a frame encoder,
+        its cached ``features`` instead of its cameras), the cameras the policy encodes
+        itself, and any key the loss alone reads (e.g. privileged labels). Inference
+        needs only ``obs_shapes``."""
+        return (*self.config.state_dims, *(f"images/{c}" for c in self.config.camera_names))
+
+    def with_frame_features(self, obs: Obs) -> Obs:
+        """``obs`` plus ``features`` ``[B, To, D]`` from the frozen frame encoder, unless the
+        policy has none or the batch already carries them (cached features)."""
+        if self.frame_encoder is None or FEATURES_KEY in obs:
+            return obs
+        images = obs.get("images")
+        cameras = self.frame_encoder.config.cameras
+        if not isinstance(images, Mapping) or any(c not in images for c in cameras):
+            have = sorted(images) if isinstance(images, Mapping) else []
+            raise ValueError(f"this policy sees through cameras {cameras}; the observation has {have}")
+        first = images[cameras[0]]
+        batch, steps = int(first.shape[0]), int(first.shape[1])
+        flat = {c: images[c].reshape(batch * steps, *images[c].shape[2:]) for c in cameras}
+        instructions = None
+        if self.frame_encoder.text is not None:
+            instructions = [text for text in batch_instructions(obs, batch) for _ in range(steps)]
+        features = frozen_features(self.frame_encoder, flat, instructions)
+        return {**obs, FEATURES_KEY: features.reshape(batch, steps, -1)}
 
     # --- shared behaviour ---------------------------------------------------------
     @property

@@ -87,7 +87,8 @@ class VisionEncoder(CroppingImageModule):
     two blocks per stage); the default is a quarter of that, enough for 84x84 crops.
     ``pool`` reads the last feature map: ``spatial_softmax`` (``num_keypoints``
     expected positions, the diffusion-policy default) or ``flatten`` (a 1x1 conv to
-    ``num_keypoints // 2`` channels, flattened).
+    ``num_keypoints // 2`` channels, flattened). ``stem_stride`` 4 replaces the
+    stride-2 3x3 stem with a 4x4 patch embedding (4x fewer pixels in every stage).
     """
 
     def __init__(
@@ -100,14 +101,20 @@ class VisionEncoder(CroppingImageModule):
         out_dim: int = 64,
         cond_dim: int = 0,
         pool: str = "spatial_softmax",
+        stem_stride: int = 2,
     ) -> None:
         if not 0 < crop_size <= image_size:
             raise ValueError(f"crop_size must be in (0, image_size={image_size}], got {crop_size}")
         if pool not in VISION_POOLS:
             raise ValueError(f"unknown vision pool {pool!r}; valid: {', '.join(VISION_POOLS)}")
         super().__init__(image_size, crop_size)
+        if stem_stride not in (2, 4):
+            raise ValueError(f"stem_stride must be 2 or 4, got {stem_stride}")
+        # Stride 4 is a 4x4 patch embedding: a quarter of the stride-2 stem's later cost.
+        stem = (nn.Conv2d(3, channels[0], 3, stride=2, padding=1, bias=False) if stem_stride == 2
+                else nn.Conv2d(3, channels[0], 4, stride=4, bias=False))
         stages: list[nn.Module] = [
-            nn.Conv2d(3, channels[0], 3, stride=2, padding=1, bias=False),
+            stem,
             _group_norm(channels[0]),
             nn.ReLU(),
         ]

@@ -18,7 +18,8 @@ def check_sampler_data(sampler: Any) -> None:
     if store is None or not hasattr(store, "check_finite"):
         return
     keys = [*getattr(sampler, "obs_keys", ()), getattr(sampler, "action_key", None)]
-    keys = list(dict.fromkeys(k for k in keys if k))
+    # Derived arrays (e.g. cached frame features) are checked by the sampler itself.
+    keys = list(dict.fromkeys(k for k in keys if k and k in store.keys))
     store.check_finite(keys or None)
 
 

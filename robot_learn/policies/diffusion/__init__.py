@@ -3,6 +3,7 @@
 from robot_learn.policies.diffusion.configuration_diffusion import (
     DiffusionConfig,
     diffusion_image_config,
+    diffusion_pixels_config,
     diffusion_state_config,
 )
 from robot_learn.policies.diffusion.modeling_diffusion import DiffusionPolicy, make_inference_scheduler
@@ -15,6 +16,7 @@ __all__ = [
     "DiffusionPolicy",
     "TransformerDenoiser",
     "diffusion_image_config",
+    "diffusion_pixels_config",
     "diffusion_state_config",
     "make_inference_scheduler",
 ]

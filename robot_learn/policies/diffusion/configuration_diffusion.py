@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from robot_learn.policies.frame_encoder import apply_frame_encoder_settings
 from robot_learn.policies.config_checks import (
-    check_at_least, check_choice, check_execution_fits_chunk, check_observes_something,
+    check_at_least, check_choice, check_execution_fits_chunk, check_field_types, check_observes_something,
 )
 from robot_learn.policies.vision_encoder import VISION_POOLS
 
@@ -77,8 +78,13 @@ class DiffusionConfig:
     clip_sample: bool = True
     inference_scheduler: str = "ddim"
     num_inference_steps: int = 10
+    # pixels through a pretrained, frozen frame encoder (FrameEncoderConfig / FramePretrainConfig
+    # as dicts; empty: none). Its output is the low-dim key "features", added to state_dims.
+    frame_encoder: dict[str, Any] = field(default_factory=dict)
+    frame_pretraining: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        check_field_types(self)
         # Hydra passes ListConfig/DictConfig; keep plain containers so YAML dumps them.
         self.state_dims = {str(k): int(v) for k, v in dict(self.state_dims).items()}
         self.camera_names = [str(c) for c in self.camera_names]
@@ -86,6 +92,7 @@ class DiffusionConfig:
         self.vision_channels = [int(v) for v in self.vision_channels]
         self.vocab = [str(w) for w in self.vocab]
         self.down_dims = [int(v) for v in self.down_dims]
+        apply_frame_encoder_settings(self)
         self.validate()
 
     def validate(self) -> None:
@@ -145,4 +152,13 @@ def diffusion_image_config(**overrides: Any) -> DiffusionConfig:
         text_encoder="vocab",
         denoiser="unet",
     )
+    return DiffusionConfig(**{**base, **overrides})
+
+
+def diffusion_pixels_config(**overrides: Any) -> DiffusionConfig:
+    """Deployable pixel policy: ``state`` (10) and the features of a frozen frame encoder
+    over the cameras and the instruction (``frame_encoder``, pretrained as
+    ``frame_pretraining`` says). It never reads privileged keys at inference."""
+    base = dict(state_dims={"state": 10}, camera_names=[], text_encoder="none", denoiser="unet",
+                frame_encoder={"cameras": ["front", "wrist"], "signal": "privileged"})
     return DiffusionConfig(**{**base, **overrides})

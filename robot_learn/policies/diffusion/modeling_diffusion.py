@@ -165,7 +165,7 @@ class DiffusionPolicy(Policy):
 
     # --- helpers ----------------------------------------------------------------
     def _encode(self, obs: Obs) -> tuple[torch.Tensor, torch.Tensor | None]:
-        obs_features, text_features = self.obs_encoder(obs)
+        obs_features, text_features = self.obs_encoder(self.with_frame_features(obs))
         if obs_features.shape[1] != self.obs_horizon:
             raise ValueError(f"observations must have obs_horizon={self.obs_horizon} steps, got {obs_features.shape[1]}")
         return obs_features, text_features

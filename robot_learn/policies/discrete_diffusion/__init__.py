@@ -6,6 +6,7 @@ from robot_learn.policies.discrete_diffusion.configuration_discrete_diffusion im
     DECODINGS,
     DiscreteDiffusionConfig,
     discrete_diffusion_image_config,
+    discrete_diffusion_pixels_config,
     discrete_diffusion_state_config,
 )
 from robot_learn.policies.discrete_diffusion.decoding import DecodeResult, DecodeSettings, decode_tokens
@@ -23,6 +24,7 @@ __all__ = [
     "TinyTransformer",
     "decode_tokens",
     "discrete_diffusion_image_config",
+    "discrete_diffusion_pixels_config",
     "discrete_diffusion_state_config",
     "mask_ratio",
     "masked_count_after_round",

@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from robot_learn.policies.frame_encoder import apply_frame_encoder_settings
 from robot_learn.policies.config_checks import (
-    check_at_least, check_choice, check_execution_fits_chunk, check_observes_something,
+    check_at_least, check_choice, check_execution_fits_chunk, check_field_types, check_observes_something,
 )
 
 DECODINGS = ("maskgit", "adaptive", "parallel", "autoregressive")
@@ -81,8 +82,13 @@ class DiscreteDiffusionConfig:
     choice_temperature: float = 1.0  # Gumbel noise on the keep/re-mask choice, annealed to 0
     remask_threshold: float = 0.05  # committed token re-masked if its confidence falls below this
     remask_margin: float = 0.5  # ... or drops by more than this since it was committed
+    # pixels through a pretrained, frozen frame encoder (FrameEncoderConfig / FramePretrainConfig
+    # as dicts; empty: none). Its output is the low-dim key "features", added to state_dims.
+    frame_encoder: dict[str, Any] = field(default_factory=dict)
+    frame_pretraining: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        check_field_types(self)
         # Hydra passes ListConfig/DictConfig; keep plain containers so YAML dumps them.
         self.state_dims = {str(k): int(v) for k, v in dict(self.state_dims).items()}
         self.state_tokens = {str(k): int(v) for k, v in dict(self.state_tokens).items()}
@@ -91,6 +97,7 @@ class DiscreteDiffusionConfig:
         self.vocab = [str(w) for w in self.vocab]
         self.lora_targets = [str(t) for t in self.lora_targets]
         self.hf_config = _plain_dict(self.hf_config)
+        apply_frame_encoder_settings(self)
         self.validate()
 
     @property
@@ -156,4 +163,14 @@ def discrete_diffusion_image_config(**overrides: Any) -> DiscreteDiffusionConfig
     instruction words, proprioception (``state``), a 4-layer 128-wide transformer,
     H = 8 chunk of 5-dim pose actions in 256 bins, MaskGIT decoding in 12 rounds."""
     base = dict(state_dims={"state": 10}, camera_names=["front", "wrist"], image_size=96, crop_size=84)
+    return DiscreteDiffusionConfig(**{**base, **overrides})
+
+
+def discrete_diffusion_pixels_config(**overrides: Any) -> DiscreteDiffusionConfig:
+    """The VLA on pixels: ``state`` (10), the instruction words, and the features of a
+    frozen frame encoder over the cameras (FiLM-conditioned on the instruction, so they
+    describe the object it names), split into ``state_tokens`` tokens. No privileged
+    key at inference."""
+    base = dict(state_dims={"state": 10}, camera_names=[], state_tokens={"features": 4},
+                frame_encoder={"cameras": ["front", "wrist"], "signal": "privileged"})
     return DiscreteDiffusionConfig(**{**base, **overrides})

@@ -92,8 +92,9 @@ class DiscreteDiffusionPolicy(Policy):
     @property
     def training_obs_keys(self) -> tuple[str, ...]:
         """With the grounding loss, training batches also carry ``env_state`` (its role labels)."""
-        extra = ("env_state",) if self.config.grounding_weight > 0 and "env_state" not in self.obs_shapes else ()
-        return (*self.obs_shapes, *extra)
+        keys = super().training_obs_keys
+        extra = ("env_state",) if self.config.grounding_weight > 0 and "env_state" not in keys else ()
+        return (*keys, *extra)
 
     @property
     def last_nfe(self) -> int:
@@ -115,7 +116,7 @@ class DiscreteDiffusionPolicy(Policy):
         targets = targets.reshape(actions.shape[0], -1)  # [B, L], time-major: step h, dim a -> h * A + a
         masked = sample_training_mask(targets.shape[0], targets.shape[1], device=targets.device)
         inputs = torch.where(masked, torch.full_like(targets, self.tokenizer.mask_id), targets)
-        obs = self._obs_from_batch(batch)
+        obs = self.with_frame_features(self._obs_from_batch(batch))
         prefix, prefix_pad = self.observation_tokens(obs)
         logits, prefix_hidden = self._logits_full(prefix, prefix_pad, inputs, with_prefix=True)
         if self.config.label_sigma_bins > 0:
@@ -156,7 +157,7 @@ class DiscreteDiffusionPolicy(Policy):
     @torch.no_grad()
     def predict_tokens(self, obs: Obs, generator: torch.Generator | None = None, keep_trace: bool = False) -> torch.Tensor:
         """Decoded action tokens ``[B, L]``; the decode record goes to ``self.last_decode``."""
-        prefix, prefix_pad = self.observation_tokens(obs)
+        prefix, prefix_pad = self.observation_tokens(self.with_frame_features(obs))
         if isinstance(self.backbone, TinyTransformer) and self.backbone.prefix_cached:
             cache = self.backbone.encode_prefix(prefix, prefix_pad)  # once per chunk, reused by every round
 

@@ -1,0 +1,127 @@
+"""Rendered scenes with privileged labels, for pretraining frame encoders.
+
+A frame encoder learns *where this scene's objects are* from how many distinct
+layouts it sees, and a reset costs one render, not an expert episode. So the frame
+set mixes two kinds of frame:
+
+- **resets**: a fresh layout per frame, with the arm moved to a random pose above
+  the table (random grasp centre, yaw and gripper opening), so the encoder sees the
+  arm everywhere it can be during a rollout and learns not to confuse it with an
+  object;
+- **expert steps**: every ``every``-th step of noisy expert episodes, which cover
+  what resets cannot (an object in the gripper, an object in the bin).
+
+Each frame carries the observation a policy gets (cameras, ``state``,
+``instruction``) and ``TabletopEnv.scene_labels()``, which no policy reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import mujoco
+import numpy as np
+
+from . import arm
+from .base_env import SCENE_LABELS
+from .registry import make_env, make_expert, task_spec
+from .rendering import CameraRenderer, check_cameras
+
+# Random grasp-centre box for reset frames (metres), inside the arm's reach.
+ARM_LOW = np.array([0.04, -0.26, 0.02])
+ARM_HIGH = np.array([0.36, 0.26, 0.20])
+
+
+@dataclass
+class SceneFrames:
+    """``N`` frames: images per camera (uint8 ``[N, H, W, 3]``), ``state`` ``[N, 10]``,
+    ``labels`` ``[N, len(SCENE_LABELS)]``, and per frame its instruction and task."""
+
+    images: dict[str, np.ndarray]
+    state: np.ndarray
+    labels: np.ndarray
+    instruction: list[str]
+    task: list[str]
+    label_names: tuple[str, ...] = field(default=SCENE_LABELS)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int = 0, *,
+                        cameras: Sequence[str] = ("front", "wrist"), image_size: int = 96,
+                        seed: int = 0, noise: float = 1.0, every: int = 3,
+                        progress_bar: bool = False) -> SceneFrames:
+    """Render ``resets`` reset frames and the frames of ``expert_episodes`` expert
+    episodes per task (every ``every``-th step), tasks taking turns.
+
+    Seeds start at ``seed`` and never meet the demo seeds (0, 1, ...) or the evaluation
+    seeds (from 1,000,000) when ``seed`` is left at its default of 0: resets use
+    ``2_000_000 + seed + i`` and expert episodes ``3_000_000 + seed + i``.
+    """
+    cameras = check_cameras(tuple(cameras))
+    if not cameras:
+        raise ValueError("render_scene_frames needs at least one camera")
+    if resets < 0 or expert_episodes < 0 or every < 1:
+        raise ValueError(f"resets and expert_episodes must be >= 0 and every >= 1, got {resets}, "
+                         f"{expert_episodes}, {every}")
+    tasks = [task_spec(t).name for t in tasks]  # ValueError lists the valid tasks
+    envs = {t: make_env(t, cameras=(), max_steps=None) for t in tasks}
+    renderers = {t: CameraRenderer(env.model, image_size, image_size) for t, env in envs.items()}
+    rows: dict[str, list] = {"state": [], "labels": [], "instruction": [], "task": []}
+    images: dict[str, list] = {c: [] for c in cameras}
+
+    def record(t: str) -> None:
+        env = envs[t]
+        obs = env._obs()
+        for camera, frame in renderers[t].render(env.data, cameras).items():
+            images[camera].append(frame)
+        rows["state"].append(obs["state"])
+        rows["labels"].append(env.scene_labels())
+        rows["instruction"].append(obs["instruction"])
+        rows["task"].append(t)
+
+    from tqdm import tqdm
+
+    total = resets + expert_episodes * len(tasks)
+    with tqdm(total=total, desc="render scenes", unit="scene", disable=not progress_bar) as bar:
+        rng = np.random.default_rng(seed)
+        for i in range(resets):
+            t = tasks[i % len(tasks)]
+            env = envs[t]
+            env.reset(seed=2_000_000 + seed + i)
+            _pose_arm(env, rng)
+            record(t)
+            bar.update()
+        for i in range(expert_episodes * len(tasks)):
+            t = tasks[i % len(tasks)]
+            env, episode_seed = envs[t], 3_000_000 + seed + i
+            env.reset(seed=episode_seed)
+            expert = make_expert(t, noise=noise, seed=episode_seed)
+            expert.reset(env)
+            for step in range(env.max_steps):
+                if step % every == 0:
+                    record(t)
+                _obs, _r, terminated, truncated, _info = env.step(expert.act(None, env))
+                if terminated or truncated:
+                    break
+            bar.update()
+    for t in tasks:
+        renderers[t].close()
+        envs[t].close()
+    return SceneFrames(images={c: np.stack(v) for c, v in images.items()},
+                       state=np.stack(rows["state"]).astype(np.float32),
+                       labels=np.stack(rows["labels"]).astype(np.float32),
+                       instruction=rows["instruction"], task=rows["task"])
+
+
+def _pose_arm(env, rng: np.random.Generator) -> None:
+    """Put the arm at a random top-down pose (kinematics only: no physics step)."""
+    x, y, z = rng.uniform(ARM_LOW, ARM_HIGH)
+    joints = arm.top_down_ik(x, y, z, rng.uniform(-np.pi, np.pi))
+    grip = arm.gripper_target(rng.uniform(0.0, 1.0))
+    env.data.qpos[env.layout.arm_qpos] = np.append(joints, grip)
+    env.data.qpos[env.model.joint("gripper_mirror").qposadr[0]] = grip
+    env.data.ctrl[:] = np.append(joints, grip)
+    mujoco.mj_forward(env.model, env.data)

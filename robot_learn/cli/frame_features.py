@@ -1,0 +1,128 @@
+"""Pixel presets in ``robot-learn train``: pretrain (or reuse) the frame encoder, then
+cache its features for the demo store, so the policy trains at state-policy speed.
+
+1. The encoder is keyed by its settings and the tasks it was pretrained on, and kept
+   under ``data/frame_encoders/``; the same settings reuse it.
+2. Its features for every demo frame go to the store's feature cache, which records
+   the encoder's identity; a cache from another encoder is rebuilt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robot_learn.cli.hydra_app import CLIError
+
+
+def prepare_frame_features(policy_config: Any, view: Any, task: str, data_path: str) -> tuple[Any, Any, dict]:
+    """``(policy_config, encoder, {"features": per-frame array})`` for a pixel preset;
+    ``(policy_config, None, {})`` for any other policy. The returned config carries the
+    encoder's full settings (vocabulary, label names), so the policy can hold it."""
+    from robot_learn.policies.frame_encoder import FEATURES_KEY
+
+    if not policy_config.frame_encoder:
+        return policy_config, None, {}
+    policy_config = with_scene_labels(policy_config)
+    check_store_has_cameras(view, policy_config, data_path)
+    encoder = ensure_frame_encoder(policy_config, task, Path(data_path).parent / "frame_encoders")
+    policy_config = dataclasses.replace(policy_config, frame_encoder=dataclasses.asdict(encoder.config))
+    return policy_config, encoder, {FEATURES_KEY: cached_features(view, encoder)}
+
+
+def encoder_settings_key(policy_config: Any, tasks: list[str]) -> str:
+    """Hash of what makes an encoder: its settings, its pretraining and its tasks."""
+    document = {"frame_encoder": policy_config.frame_encoder, "frame_pretraining": policy_config.frame_pretraining,
+                "tasks": tasks}
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def with_scene_labels(policy_config: Any) -> Any:
+    """The config with the privileged encoder's label names filled in from the envs."""
+    from robot_learn.envs.base_env import SCENE_LABELS
+
+    settings = dict(policy_config.frame_encoder)
+    if settings and settings.get("signal", "privileged") == "privileged" and not settings.get("label_names"):
+        settings["label_names"] = list(SCENE_LABELS)
+        return dataclasses.replace(policy_config, frame_encoder=settings)
+    return policy_config
+
+
+def check_store_has_cameras(view: Any, policy_config: Any, path: str) -> None:
+    """The demo store must hold the encoder's cameras at the encoder's resolution."""
+    settings = policy_config.frame_encoder
+    size = int(settings.get("image_size", 96))
+    schema = view.store.schema
+    for camera in settings.get("cameras", ["front", "wrist"]):
+        key = f"images/{camera}"
+        if key not in schema:
+            raise CLIError(f"demo store {path} has no '{key}' (keys: {', '.join(schema)}); this pixel preset needs "
+                           f"camera '{camera}'. Set data.path to a new store to collect demos with images")
+        if tuple(schema[key]["shape"]) != (size, size, 3):
+            raise CLIError(f"demo store {path}: '{key}' frames are {tuple(schema[key]['shape'])}, but the frame "
+                           f"encoder reads ({size}, {size}, 3); set policy.frame_encoder.image_size or collect "
+                           f"a new store")
+
+
+def ensure_frame_encoder(policy_config: Any, task: str, root: Path) -> Any:
+    """Load the encoder these settings made before, or render scenes and pretrain one."""
+    from robot_learn.envs.scene_frames import render_scene_frames
+    from robot_learn.policies.frame_encoder import FrameEncoder, FrameEncoderConfig, FramePretrainConfig
+    from robot_learn.training.frame_pretraining import pretrain_frame_encoder
+
+    pretrain = FramePretrainConfig(**policy_config.frame_pretraining)
+    tasks = pretrain.tasks or [task]
+    directory = root / f"{'_'.join(tasks)}_{encoder_settings_key(policy_config, tasks)}"
+    if (directory / "model.safetensors").exists():
+        try:
+            encoder = FrameEncoder.load(directory)
+        except ValueError as exc:
+            raise CLIError(f"{exc}; delete {directory} to pretrain it again") from None
+        print(f"      using the frame encoder in {directory} ({encoder.identity()})")
+        return encoder
+    encoder_config = FrameEncoderConfig(**policy_config.frame_encoder)
+    t0 = time.perf_counter()
+    frames = render_scene_frames(tasks, pretrain.resets, pretrain.expert_episodes, cameras=encoder_config.cameras,
+                                 image_size=encoder_config.image_size, seed=pretrain.seed, noise=pretrain.noise,
+                                 every=pretrain.every, progress_bar=True)
+    render_s = time.perf_counter() - t0
+    encoder, metrics = pretrain_frame_encoder(
+        frames.images, frames.labels if encoder_config.signal == "privileged" else None, frames.instruction,
+        encoder_config, pretrain, progress_bar=True)
+    metrics["render_s"] = render_s
+    encoder.save(directory)
+    (directory / "pretraining.json").write_text(json.dumps(metrics, indent=2))
+    shown = {k: round(v, 3) if isinstance(v, float) else v for k, v in metrics.items()}
+    print(f"      frame encoder saved to {directory}: {shown}")
+    return encoder
+
+
+def cached_features(view: Any, encoder: Any) -> np.ndarray:
+    """Every committed frame's features, from the store's cache (built if missing or stale)."""
+    import torch
+
+    from robot_learn.data.feature_cache import load_or_build_feature_cache
+    from robot_learn.policies.frame_encoder import FEATURES_KEY, frozen_features
+
+    def encode(images: dict[str, np.ndarray], instructions: list[str]) -> np.ndarray:
+        frames = {c: torch.from_numpy(np.ascontiguousarray(v)) for c, v in images.items()}
+        text = instructions if encoder.text is not None else None
+        return frozen_features(encoder, frames, text).numpy()
+
+    return load_or_build_feature_cache(view.store, FEATURES_KEY, encoder.identity(), encoder.config.cameras, encode,
+                                       progress_bar=True)
+
+
+def view_stats(view: Any, values: np.ndarray) -> dict[str, np.ndarray]:
+    """Normalisation statistics of a derived array over the view's frames only."""
+    from robot_learn.data.stats import compute_stats
+
+    store = view.store
+    starts, ends = store.episode_starts[view.episodes], store.episode_ends[view.episodes]
+    return compute_stats(np.concatenate([values[s:e] for s, e in zip(starts, ends)]))

@@ -1,0 +1,99 @@
+"""Derived per-frame features kept beside a store: ``<store>/derived/<name>``.
+
+A frozen frame encoder turns every frame's camera images (and its episode's
+instruction) into a feature vector once; policy training then samples those
+vectors like any low-dimensional key, at state-policy speed.
+
+The cache is a plain zarr array whose attributes record what made it: the
+encoder's ``identity`` (a hash of its config and weights), the cameras and the
+store extent (episodes, frames). A cache whose record differs in anything, or
+which does not cover the store's committed frames, is rebuilt with a message; it
+is never used silently. The cache is written to a temporary name and renamed into
+place, so a process killed while building it leaves the old cache or none.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zarr
+
+from robot_learn.data.errors import StoreError
+from robot_learn.data.store import EpisodeStore
+
+DERIVED_DIR = "derived"
+Encode = Callable[[Mapping[str, np.ndarray], Sequence[str]], np.ndarray]
+
+
+def cache_record(store: EpisodeStore, identity: str, cameras: Sequence[str]) -> dict[str, Any]:
+    """What a cache built now by encoder ``identity`` from ``cameras`` must record."""
+    return {"encoder_identity": str(identity), "cameras": [str(c) for c in cameras],
+            "num_episodes": store.num_episodes, "num_frames": store.num_frames}
+
+
+def read_feature_cache(store: EpisodeStore, name: str, identity: str,
+                       cameras: Sequence[str]) -> tuple[np.ndarray | None, str]:
+    """``(features, "")`` when a valid cache exists, else ``(None, why it is not usable)``."""
+    path = Path(store.path) / DERIVED_DIR / name
+    if not path.exists():
+        return None, "no cache yet"
+    try:
+        array = zarr.open_array(store=str(path), mode="r")
+        record = dict(array.attrs.get("robot_learn_feature_cache", {}))
+    except Exception as exc:  # zarr raises several types for a damaged array
+        return None, f"unreadable cache ({exc})"
+    wanted = cache_record(store, identity, cameras)
+    differs = [k for k in wanted if record.get(k) != wanted[k]]
+    if differs:
+        what = ", ".join(f"{k} {record.get(k)!r} (now {wanted[k]!r})" for k in differs)
+        return None, f"built with {what}"
+    return np.asarray(array[:]), ""
+
+
+def build_feature_cache(store: EpisodeStore, name: str, identity: str, cameras: Sequence[str],
+                        encode: Encode, batch_size: int = 256, progress_bar: bool = False) -> np.ndarray:
+    """Encode every committed frame with ``encode(images, instructions) -> [n, D]`` and
+    write the cache (replacing any old one)."""
+    from tqdm import tqdm
+
+    missing = [c for c in cameras if f"images/{c}" not in store.keys]
+    if missing:
+        raise StoreError(f"store {str(store.path)!r} has no images for cameras {missing} (keys: "
+                         f"{', '.join(store.keys) or 'none'}); collect demos with those cameras to cache "
+                         f"frame features")
+    frame_instructions = np.repeat(store.meta["instruction"], np.diff(np.append(0, store.episode_ends)))
+    chunks = []
+    for start in tqdm(range(0, store.num_frames, batch_size), desc=f"cache {name}", unit="batch",
+                      disable=not progress_bar):
+        end = min(start + batch_size, store.num_frames)
+        images = {c: store.read(f"images/{c}", start, end) for c in cameras}
+        chunks.append(np.asarray(encode(images, frame_instructions[start:end].tolist()), dtype=np.float32))
+    features = np.concatenate(chunks) if chunks else np.zeros((0, 0), np.float32)
+    root = Path(store.path) / DERIVED_DIR
+    root.mkdir(exist_ok=True)
+    tmp = root / f"{name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    array = zarr.create_array(store=str(tmp), shape=features.shape, dtype="float32",
+                              chunks=(min(max(len(features), 1), 65536), features.shape[1]))
+    array[:] = features
+    array.attrs["robot_learn_feature_cache"] = cache_record(store, identity, cameras)
+    final = root / name
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    return features
+
+
+def load_or_build_feature_cache(store: EpisodeStore, name: str, identity: str, cameras: Sequence[str],
+                                encode: Encode, log: Callable[[str], None] = print, **kwargs: Any) -> np.ndarray:
+    """The valid cache, or a new one (saying why the old one was not used)."""
+    features, why = read_feature_cache(store, name, identity, cameras)
+    if features is not None:
+        log(f"      using cached {name} (encoder {identity}, {len(features)} frames)")
+        return features
+    log(f"      building the {name} cache for encoder {identity}: {why}")
+    return build_feature_cache(store, name, identity, cameras, encode, **kwargs)

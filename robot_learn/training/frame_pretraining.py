@@ -1,0 +1,102 @@
+"""Pretraining the shared `FrameEncoder` on rendered scenes (before any policy).
+
+The frames come as plain arrays (``images`` per camera, ``labels``, ``instruction``),
+e.g. from ``robot_learn.envs.scene_frames.render_scene_frames``. A held-out tenth
+measures what the encoder learnt: for the privileged signal, the xy error of the
+object the instruction names, which is what a policy needs from the frame.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from robot_learn.policies.frame_encoder import FrameEncoder, FrameEncoderConfig, FramePretrainConfig
+from robot_learn.policies.text_encoder import build_vocab
+
+
+def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray | None,
+                           instructions: Sequence[str], encoder_config: FrameEncoderConfig,
+                           config: FramePretrainConfig | None = None,
+                           progress_bar: bool = False) -> tuple[FrameEncoder, dict[str, Any]]:
+    """Train a new encoder on the frames; returns it (eval mode) and held-out metrics.
+    (``config``'s scene settings, ``tasks`` to ``noise``, are for whoever renders the frames.)"""
+    from tqdm import tqdm
+
+    config = config or FramePretrainConfig()
+    n = len(instructions)
+    if any(len(v) != n for v in images.values()) or (labels is not None and len(labels) != n):
+        raise ValueError(f"frames disagree on their count: instructions {n}, images "
+                         f"{ {c: len(v) for c, v in images.items()} }, labels {None if labels is None else len(labels)}")
+    if encoder_config.vocab == [] and encoder_config.signal == "privileged":
+        encoder_config.vocab = build_vocab(instructions)
+    torch.manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    order = rng.permutation(n)
+    n_val = max(1, int(round(n * config.val_fraction)))
+    val, train = order[:n_val], order[n_val:]
+    encoder = FrameEncoder(encoder_config)
+    if labels is not None and encoder.label_head is not None:
+        encoder.label_mean.copy_(torch.from_numpy(labels[train].mean(0)))
+        encoder.label_std.copy_(torch.from_numpy(labels[train].std(0) + 1e-3))
+    optimizer = torch.optim.AdamW(encoder.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=config.lr, total_steps=config.steps,
+                                                   pct_start=0.05)
+    t0 = time.perf_counter()
+    encoder.train()
+    bar = tqdm(range(config.steps), desc="pretrain frame encoder", unit="step", disable=not progress_bar)
+    for step in bar:
+        idx = rng.choice(train, size=config.batch_size)
+        loss = encoder.loss(*_batch(images, labels, instructions, idx))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        if step % 100 == 0:
+            bar.set_postfix(loss=f"{loss.item():.4f}")
+    encoder.eval()
+    metrics = {"frames": n, "train_frames": len(train), "val_frames": len(val), "steps": config.steps,
+               "time_s": time.perf_counter() - t0, "identity": encoder.identity()}
+    metrics.update(evaluate_frame_encoder(encoder, images, labels, instructions, val))
+    return encoder, metrics
+
+
+@torch.no_grad()
+def evaluate_frame_encoder(encoder: FrameEncoder, images: Mapping[str, np.ndarray], labels: np.ndarray | None,
+                           instructions: Sequence[str], index: np.ndarray | None = None,
+                           batch_size: int = 256) -> dict[str, float]:
+    """Held-out loss and, for the privileged signal, the xy error (cm) of the named object."""
+    index = np.arange(len(instructions)) if index is None else np.asarray(index)
+    losses, errors = [], []
+    for start in range(0, len(index), batch_size):
+        idx = index[start:start + batch_size]
+        batch = _batch(images, labels, instructions, idx)
+        losses.append(float(encoder.loss(*batch)) * len(idx))
+        if encoder.label_head is not None and labels is not None:
+            predicted = encoder.predict_labels(encoder(batch[0], batch[1]))
+            names = encoder.config.label_names
+            xy = [names.index("move_x"), names.index("move_y")] if "move_x" in names else [0, 1]
+            errors.append(torch.linalg.norm(predicted[:, xy] - batch[2][:, xy], dim=-1).numpy() * 100.0)
+    out = {"val_loss": sum(losses) / len(index)}
+    if errors:
+        err = np.concatenate(errors)
+        out.update(move_xy_error_cm_median=float(np.median(err)), move_xy_error_cm_p90=float(np.percentile(err, 90)))
+    return out
+
+
+def _batch(images: Mapping[str, np.ndarray], labels: np.ndarray | None, instructions: Sequence[str],
+           idx: np.ndarray) -> tuple[dict[str, torch.Tensor], list[str], torch.Tensor | None]:
+    frames = {c: torch.from_numpy(np.ascontiguousarray(v[idx])) for c, v in images.items()}
+    text = [instructions[i] for i in idx]
+    target = torch.from_numpy(labels[idx]) if labels is not None else None
+    return frames, text, target
+
+
+def default_steps_for(frames: int, epochs: float = 30.0, batch_size: int = 64) -> int:
+    """Steps for ``epochs`` passes over ``frames`` frames."""
+    return max(1, math.ceil(frames * epochs / batch_size))

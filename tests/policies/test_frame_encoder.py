@@ -1,0 +1,89 @@
+"""The shared frame encoder: identity, checkpoints, bad frames, and its place in policies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from robot_learn.policies import make_policy
+from robot_learn.policies.diffusion import diffusion_pixels_config
+from robot_learn.policies.discrete_diffusion import discrete_diffusion_pixels_config
+from robot_learn.policies.frame_encoder import FEATURES_KEY, FrameEncoder, FrameEncoderConfig
+
+TINY = dict(cameras=["front"], image_size=32, channels=[8, 16], num_keypoints=8, camera_dim=16, feature_dim=12,
+            vocab=["put", "red", "cube"], text_dim=8, label_names=["x", "y"])
+
+
+def _stats(feature_dim: int) -> dict:
+    def s(d: int) -> dict:
+        return {"min": -np.ones(d), "max": np.ones(d), "mean": np.zeros(d), "std": np.ones(d),
+                "q01": -np.ones(d), "q99": np.ones(d)}
+    return {"state": s(10), FEATURES_KEY: s(feature_dim), "action": s(5)}
+
+
+def _frames(n: int = 3, size: int = 32) -> dict[str, torch.Tensor]:
+    return {"front": torch.randint(0, 255, (n, size, size, 3), dtype=torch.uint8)}
+
+
+def test_identity_follows_weights_and_survives_save_and_load(tmp_path):
+    torch.manual_seed(0)
+    encoder = FrameEncoder(FrameEncoderConfig(**TINY))
+    encoder.save(tmp_path / "enc")
+    loaded = FrameEncoder.load(tmp_path / "enc")
+    assert loaded.identity() == encoder.identity()
+    frames = _frames()
+    assert torch.equal(loaded(frames, ["put red cube"] * 3), encoder.eval()(frames, ["put red cube"] * 3))
+    with torch.no_grad():
+        encoder.fuse[0].weight.add_(1e-3)
+    assert encoder.identity() != loaded.identity()
+
+
+def test_frame_at_another_resolution_is_refused_naming_camera_and_sizes():
+    encoder = FrameEncoder(FrameEncoderConfig(**TINY))
+    with pytest.raises(ValueError, match=r"camera 'front' frames are \(48, 48, 3\).*\(32, 32, 3\)"):
+        encoder(_frames(size=48), ["put red cube"] * 3)
+
+
+def test_missing_camera_is_refused_naming_it():
+    encoder = FrameEncoder(FrameEncoderConfig(**{**TINY, "cameras": ["front", "wrist"]}))
+    with pytest.raises(ValueError, match=r"lacks \['wrist'\]"):
+        encoder(_frames(), ["put red cube"] * 3)
+
+
+def test_loading_a_non_encoder_directory_names_it(tmp_path):
+    (tmp_path / "config.yaml").write_text("type: diffusion\n")
+    with pytest.raises(ValueError, match=str(tmp_path)):
+        FrameEncoder.load(tmp_path)
+
+
+def test_unknown_frame_encoder_setting_is_named():
+    with pytest.raises(ValueError, match=r"unknown frame_encoder setting\(s\) \['camras'\]"):
+        diffusion_pixels_config(frame_encoder={"camras": ["front"]})
+
+
+@pytest.mark.parametrize("preset", [diffusion_pixels_config, discrete_diffusion_pixels_config])
+def test_pixel_presets_deploy_from_cameras_state_and_words_only(preset):
+    """Inference keys are cameras, state and instruction; training reads cached features."""
+    config = preset(frame_encoder=TINY, **({"state_tokens": {FEATURES_KEY: 2}} if "discrete" in preset.__name__ else {}))
+    name = "discrete_diffusion" if "discrete" in preset.__name__ else "diffusion"
+    policy = make_policy(name, config, _stats(12), instructions=["put red cube"])
+    assert set(policy.obs_shapes) == {"state", "images/front"}
+    assert set(policy.training_obs_keys) == {"state", FEATURES_KEY}
+    obs = {"state": np.zeros((2, 10), np.float32), "images": {"front": np.zeros((2, 32, 32, 3), np.uint8)},
+           "instruction": ["put red cube", "put red cube"]}
+    assert tuple(policy.select_action(obs).shape) == (2, 5)
+
+
+def test_policy_features_equal_the_cached_features_of_the_same_encoder():
+    """Training on cached features and deploying on frames must see the same numbers."""
+    config = diffusion_pixels_config(frame_encoder=TINY)
+    policy = make_policy("diffusion", config, _stats(12))
+    encoder = FrameEncoder(FrameEncoderConfig(**TINY)).eval()
+    policy.frame_encoder.load_state_dict(encoder.state_dict())
+    frames = _frames(4)
+    with torch.no_grad():
+        cached = encoder(frames, ["put red cube"] * 4)
+    obs = {"images": {"front": frames["front"].reshape(2, 2, 32, 32, 3)}, "instruction": ["put red cube"] * 2}
+    live = policy.with_frame_features(obs)[FEATURES_KEY]
+    assert torch.allclose(live.reshape(4, -1), cached, atol=1e-6)
