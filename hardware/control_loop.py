@@ -42,13 +42,19 @@ class LoopStats:
 class RateLoop:
     """Calls `step(i)` at `rate_hz` (30-100 Hz for arms) until `step` returns False,
     `iterations` are done or `stop()` is called. Deadlines are absolute, so one slow
-    step does not shift the schedule; an overrun skips to the next free slot."""
+    step does not shift the schedule; an overrun skips to the next free slot.
 
-    def __init__(self, rate_hz: float) -> None:
+    `clock` (seconds, monotonic) and `sleep` default to the real ones; a simulated
+    clock makes the schedule and its statistics exact, whatever the machine's load."""
+
+    def __init__(self, rate_hz: float, clock: Callable[[], float] = time.perf_counter,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         if not 0 < rate_hz <= 1000:
             raise ValueError(f"rate_hz must be in (0, 1000], got {rate_hz}")
         self.rate_hz = rate_hz
         self.period_s = 1.0 / rate_hz
+        self._clock = clock
+        self._sleep = sleep
         self._stopped = False
 
     def stop(self) -> None:
@@ -58,19 +64,20 @@ class RateLoop:
             duration_s: float | None = None) -> LoopStats:
         stats = LoopStats(self.rate_hz)
         self._stopped = False
-        start = time.perf_counter()
+        clock = self._clock
+        start = clock()
         next_deadline = start
         last_start = None
         i = 0
         while not self._stopped and (iterations is None or i < iterations):
-            now = time.perf_counter()
+            now = clock()
             if duration_s is not None and now - start >= duration_s:
                 break
             if last_start is not None:
                 stats.periods_s.append(now - last_start)
             last_start = now
             keep_going = step(i)
-            done = time.perf_counter()
+            done = clock()
             stats.work_s.append(done - now)
             i += 1
             if keep_going is False:
@@ -81,18 +88,17 @@ class RateLoop:
                 # Skip the missed slots rather than bursting to catch up.
                 missed = int((done - next_deadline) / self.period_s) + 1
                 next_deadline += missed * self.period_s
-            _sleep_until(next_deadline)
+            self._sleep_until(next_deadline)
         return stats
 
-
-def _sleep_until(deadline: float) -> None:
-    # Coarse sleep, then a short spin: time.sleep alone overshoots by ~0.1-1 ms.
-    while True:
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0:
-            return
-        if remaining > 0.002:
-            time.sleep(remaining - 0.0015)
+    def _sleep_until(self, deadline: float) -> None:
+        # Coarse sleep, then a short spin: time.sleep alone overshoots by ~0.1-1 ms.
+        while True:
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                return
+            if remaining > 0.002:
+                self._sleep(remaining - 0.0015)
 
 
 class ChunkInterpolator:

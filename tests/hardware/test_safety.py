@@ -69,7 +69,10 @@ def test_watchdog_fires_when_commands_stop(so101_emulator, calibrate_files, acti
     with arm:
         arm.send_action({"wrist_flex": 30.0})  # servo 4 starts moving to the new goal
         assert _eventually(lambda: so101_emulator.servos[4].value("Goal_Position") > 2100)
-        time.sleep(0.4)
+        # Wait for the first firing (however loaded the machine), then for 3 more
+        # timeouts: with no command in between, it must not fire again.
+        assert _eventually(lambda: arm.watchdog.fired >= 1, timeout_s=10.0)
+        time.sleep(0.3)
         assert arm.watchdog.fired == 1
         servo = so101_emulator.servos[4]
         if action == "hold":
@@ -80,7 +83,9 @@ def test_watchdog_fires_when_commands_stop(so101_emulator, calibrate_files, acti
 
 
 def test_watchdog_stays_quiet_while_commands_keep_coming(so101_emulator, calibrate_files):
-    with _arm(so101_emulator, calibrate_files("so101_follower"), watchdog_timeout_s=0.15) as arm:
+    # Commands come every ~30 ms; the 1 s timeout leaves room for a loaded machine
+    # to stall the loop (or a bus retry) without the watchdog firing spuriously.
+    with _arm(so101_emulator, calibrate_files("so101_follower"), watchdog_timeout_s=1.0) as arm:
         for _ in range(10):
             arm.send_action({"wrist_flex": 0.0})
             time.sleep(0.03)
