@@ -4,10 +4,11 @@ A frame encoder learns *where this scene's objects are* from how many distinct
 layouts it sees, and a reset costs one render, not an expert episode. So the frame
 set mixes two kinds of frame:
 
-- **resets**: a fresh layout per frame, with the arm moved to a random pose above
-  the table (random grasp centre, yaw and gripper opening), so the encoder sees the
-  arm everywhere it can be during a rollout and learns not to confuse it with an
-  object;
+- **resets**: a fresh layout per frame, with the arm moved to a random pose (random
+  grasp centre, yaw and gripper opening): half of them anywhere above the table, so
+  the encoder sees the arm everywhere it can be and learns not to confuse it with an
+  object, and half just around the object to move, where a grasp needs the most
+  precision and the wrist camera sees the object large;
 - **expert steps**: every ``every``-th step of noisy expert episodes, which cover
   what resets cannot (an object in the gripper, an object in the bin).
 
@@ -28,9 +29,15 @@ from .base_env import SCENE_LABELS
 from .registry import make_env, make_expert, task_spec
 from .rendering import CameraRenderer, check_cameras
 
-# Random grasp-centre box for reset frames (metres), inside the arm's reach.
+# Bumped whenever the frames this module renders change, so encoders pretrained on the
+# old frames are not reused for the new ones.
+SCENE_FRAMES_VERSION = 2
+# Random grasp-centre box for reset frames (metres), inside the arm's reach, and the
+# spread of the near-object poses around the object to move.
 ARM_LOW = np.array([0.04, -0.26, 0.02])
 ARM_HIGH = np.array([0.36, 0.26, 0.20])
+NEAR_OBJECT_XY_SD = 0.03
+NEAR_OBJECT_Z = (0.015, 0.12)
 
 
 @dataclass
@@ -117,8 +124,14 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
 
 
 def _pose_arm(env, rng: np.random.Generator) -> None:
-    """Put the arm at a random top-down pose (kinematics only: no physics step)."""
-    x, y, z = rng.uniform(ARM_LOW, ARM_HIGH)
+    """Put the arm at a random top-down pose, anywhere or (every other call, at random)
+    just around the object to move (kinematics only: no physics step)."""
+    if rng.random() < 0.5:
+        x, y, z = rng.uniform(ARM_LOW, ARM_HIGH)
+    else:
+        centre = env.object_pose("move")[0]
+        x, y = centre[:2] + rng.normal(0.0, NEAR_OBJECT_XY_SD, 2)
+        z = centre[2] + rng.uniform(*NEAR_OBJECT_Z)
     joints = arm.top_down_ik(x, y, z, rng.uniform(-np.pi, np.pi))
     grip = arm.gripper_target(rng.uniform(0.0, 1.0))
     env.data.qpos[env.layout.arm_qpos] = np.append(joints, grip)

@@ -37,9 +37,12 @@ def prepare_frame_features(policy_config: Any, view: Any, task: str, data_path: 
 
 
 def encoder_settings_key(policy_config: Any, tasks: list[str]) -> str:
-    """Hash of what makes an encoder: its settings, its pretraining and its tasks."""
+    """Hash of what makes an encoder: its settings, its pretraining, its tasks and the
+    version of the rendered scenes."""
+    from robot_learn.envs.scene_frames import SCENE_FRAMES_VERSION
+
     document = {"frame_encoder": policy_config.frame_encoder, "frame_pretraining": policy_config.frame_pretraining,
-                "tasks": tasks}
+                "tasks": tasks, "scene_frames": SCENE_FRAMES_VERSION}
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:10]
 
 
@@ -95,7 +98,7 @@ def ensure_frame_encoder(policy_config: Any, task: str, root: Path) -> Any:
     encoder, metrics = pretrain_frame_encoder(
         frames.images, frames.labels if encoder_config.signal == "privileged" else None, frames.instruction,
         encoder_config, pretrain, progress_bar=True)
-    metrics["render_s"] = render_s
+    metrics.update(render_s=render_s, signal=encoder_config.signal, tasks=tasks)
     encoder.save(directory)
     (directory / "pretraining.json").write_text(json.dumps(metrics, indent=2))
     shown = {k: round(v, 3) if isinstance(v, float) else v for k, v in metrics.items()}

@@ -1,0 +1,84 @@
+"""``robot-learn train policy=diffusion_pixels`` end to end at tiny sizes: demos with
+cameras, a frame encoder pretrained on rendered scenes, its features cached in the store,
+a policy that deploys from cameras + state + words; and the pixel presets' bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from robot_learn.data import EpisodeStore
+from robot_learn.policies import load_policy
+
+TINY = ["task=bin_place", "policy=diffusion_pixels", "data.episodes=2", "data.path=data/px.zarr",
+        "policy.frame_pretraining.resets=24", "policy.frame_pretraining.expert_episodes=1",
+        "policy.frame_pretraining.steps=3", "+policy.frame_pretraining.batch_size=8",
+        "policy.down_dims=[16,32]", "policy.action_horizon=8", "policy.execute_horizon=4",
+        "policy.num_inference_steps=2", "train=fast", "train.steps=3", "eval.episodes=2",
+        "eval.max_steps=6", "eval.videos=0"]
+
+
+@pytest.fixture(scope="module")
+def pixel_run(tmp_path_factory):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tmp = tmp_path_factory.mktemp("pixels")
+    script = Path(sys.executable).with_name("robot-learn")
+
+    def run(*extra: str):
+        return subprocess.run([str(script), "train", *TINY, *extra], cwd=tmp, capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "MUJOCO_GL": "egl", "OMP_NUM_THREADS": "1"})
+
+    return tmp, run("run_dir=run1"), run
+
+
+def test_pixel_preset_pretrains_caches_trains_and_evaluates(pixel_run):
+    tmp, out, _ = pixel_run
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "frame encoder saved to" in out.stdout and "building the features cache" in out.stdout
+    report = json.loads((tmp / "run1" / "report.json").read_text())
+    assert report["tasks"]["bin_place"]["episodes"] == 2
+    encoders = list((tmp / "data" / "frame_encoders").glob("*/model.safetensors"))
+    assert len(encoders) == 1
+    assert (tmp / "data" / "px.zarr" / "derived" / "features").is_dir()
+
+
+def test_saved_pixel_policy_reads_no_privileged_key(pixel_run):
+    tmp, out, _ = pixel_run
+    assert out.returncode == 0, out.stderr[-3000:]
+    policy = load_policy(tmp / "run1" / "policy")
+    assert set(policy.obs_shapes) == {"state", "images/front", "images/wrist"}
+
+
+def test_second_run_reuses_the_encoder_and_the_cache(pixel_run):
+    tmp, out, run = pixel_run
+    assert out.returncode == 0, out.stderr[-3000:]
+    again = run("run_dir=run2")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "using the frame encoder in" in again.stdout and "using cached features" in again.stdout
+
+
+def test_pixel_preset_on_a_store_without_images_is_one_line_error(pixel_run, run_cli):
+    tmp, _, _ = pixel_run
+    episode = EpisodeStore.open(tmp / "data" / "px.zarr").episode(0)
+    state_only = EpisodeStore.create(tmp / "data" / "state_only.zarr")
+    state_only.append_episode({k: v for k, v in episode["steps"].items() if not k.startswith("images/")},
+                              episode["meta"])
+    del state_only
+    out = run_cli("train", *TINY, f"data.path={tmp / 'data' / 'state_only.zarr'}", "run_dir=run3")
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "has no 'images/front'" in lines[0] and "Traceback" not in out.stderr
+
+
+def test_pixel_preset_with_another_resolution_is_one_line_error(pixel_run, run_cli):
+    tmp, _, _ = pixel_run
+    out = run_cli("train", *TINY, f"data.path={tmp / 'data' / 'px.zarr'}", "policy.frame_encoder.image_size=64",
+                  "run_dir=run4")
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "(96, 96, 3)" in lines[0] and "(64, 64, 3)" in lines[0]
