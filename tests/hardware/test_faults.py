@@ -73,7 +73,10 @@ def test_a_late_write_acknowledgement_is_not_read_as_the_next_reads_data(bus, so
 
 @pytest.fixture(params=["feetech", "dynamixel"])
 def emulated_bus(request):
-    """An SO-101 (Feetech) or Koch follower (Dynamixel) bus, connected without a handshake."""
+    """An SO-101 (Feetech) or Koch follower (Dynamixel) bus, connected without a handshake.
+
+    The 100 ms timeout is a margin for a loaded machine: a servo that is there must not
+    miss every try because the test process was not scheduled."""
     from robot_learn.hardware import DynamixelBus
     from robot_learn.hardware.emulator import ServoBusEmulator
     from robot_learn.hardware.koch import koch_motors
@@ -81,7 +84,7 @@ def emulated_bus(request):
     bus_cls, motors = (FeetechBus, so101_motors()) if request.param == "feetech" \
         else (DynamixelBus, koch_motors("follower"))
     with ServoBusEmulator(request.param, [(m.id, m.model) for m in motors.values()]) as emu:
-        b = bus_cls(emu.port, motors, timeout_ms=20, retries=2)
+        b = bus_cls(emu.port, motors, timeout_ms=100, retries=2)
         b.connect(handshake=False)
         yield b, emu
         b.disconnect(disable_torque=False)
@@ -94,23 +97,23 @@ def _models(bus):
 def test_scan_finds_a_servo_whose_reply_was_dropped_once(emulated_bus):
     b, emu = emulated_bus
     emu.inject("drop", count=1, servo_id=3)
-    assert b.scan(range(0, 9)) == _models(b)
+    assert b.scan(range(0, 8)) == _models(b)
 
 
 def test_scan_without_retries_misses_a_servo_whose_reply_was_dropped(emulated_bus):
     b, emu = emulated_bus
     emu.inject("drop", count=1, servo_id=3)
-    assert sorted(b.scan(range(0, 9), retries=0)) == [1, 2, 4, 5, 6]
+    assert sorted(b.scan(range(0, 8), retries=0)) == [1, 2, 4, 5, 6]
 
 
 def test_scan_finds_every_servo_when_one_reply_is_late(emulated_bus):
-    # 50 ms late against a 20 ms timeout. The emulator answers in order, so the
+    # 250 ms late against a 100 ms timeout. The emulator answers in order, so the
     # late reply also holds back the next id's reply (as a USB adapter's latency
     # timer does); neither id may go missing, and on the Koch bus (id 2 is an XL430,
     # id 3 an XL330) each id must keep its own model number.
     b, emu = emulated_bus
-    emu.inject("delay", count=1, delay_s=0.05, servo_id=2)
-    assert b.scan(range(0, 9)) == _models(b)
+    emu.inject("delay", count=1, delay_s=0.25, servo_id=2)
+    assert b.scan(range(0, 8)) == _models(b)
 
 
 def test_a_bus_fault_during_a_command_leaves_torque_disabled(so101_emulator, calibrate_files):
