@@ -5,7 +5,9 @@ checkpoint dir), switches its sampler without retraining, and evaluates each
 setting on the same held-out seeds, so the rows differ only in the sampler.
 
     .venv/bin/python benchmarks/bench_success_vs_steps.py outputs/train/<run> \
-        [--task stack] [--episodes 50] [--settings ddim:1 ddim:2 ddim:5 ddim:10 dpmsolver:5 ddpm:100]
+        [--task stack] [--episodes 50] [--settings ddim:5 dpmsolver:5 ...]
+
+The default settings are the rows of docs/benchmarks.md's table.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from robot_learn.cli.policy_dirs import resolve_policy_dir
 from robot_learn.evaluation import EVAL_SEED, evaluate
 from robot_learn.policies import load_policy
 
-DEFAULT_SETTINGS = ["ddim:1", "ddim:2", "ddim:5", "ddim:10", "ddim:20", "dpmsolver:5", "ddpm:100"]
+DEFAULT_SETTINGS = ["ddim:1", "ddim:2", "ddim:5", "ddim:10", "ddim:20", "dpmsolver:5", "dpmsolver:10", "ddpm:100"]
 
 
 def main() -> None:
