@@ -1,11 +1,13 @@
-"""Does an image policy find the instructed object from the first frame?
+"""Does a policy head for the instructed object from the first frame?
 
-For held-out seeds of a pick task, the policy predicts its first action chunk from
-the reset observation; the chunk's last (x, y) is compared with the instructed
-object (role ``move``) and the other object (``distractor``). An image policy that
-localises the instructed cube puts the chunk end near it (the scripted demos are
-over the cube by the 6th action); one that ignores the image lands near the
-average position and is nearer the instructed cube about half the time.
+For held-out seeds of a forward task, the policy predicts its first action chunk
+from the reset observation (every key it reads: cameras, ``state``, ``env_state``,
+``objects``, and the instruction); the chunk's last (x, y) is compared with the
+instructed object (role ``move``) and the look-alike (role ``distractor``, or on
+``stack``, which has none, the ``target`` cube). A policy that localises the
+instructed object puts the chunk end near it (the scripted demos are over the cube
+by the 6th action); one that ignores the instruction or the image lands near the
+average position and is nearer the instructed object about half the time.
 Also prints the same error on the first frames of training demos.
 
   python benchmarks/diag_first_chunk.py outputs/img_light_h1/policy \\
@@ -21,15 +23,25 @@ import torch
 
 from robot_learn.data import EpisodeStore
 from robot_learn.envs import make_env
+from robot_learn.evaluation.rollout import policy_cameras
 from robot_learn.policies import load_policy
 
 
-def _batch(state: np.ndarray, images: dict, instruction: str, horizon: int) -> dict:
-    def stack(x: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(x)[None, None].repeat(1, horizon, *([1] * x.ndim))
+def _batch(policy, frame: dict, instruction: str) -> dict:
+    """One observation, repeated over the policy's history, for the keys the policy reads.
 
-    obs = {"images": {k: stack(v) for k, v in images.items()}, "instruction": [instruction]}
-    return {**obs, "state": stack(state)}
+    `frame` maps the policy's flat keys (``state``, ``objects``, ``images/front``) to arrays."""
+    def stack(x: np.ndarray) -> torch.Tensor:
+        x = np.asarray(x)
+        return torch.as_tensor(x)[None, None].repeat(1, policy.obs_horizon, *([1] * x.ndim))
+
+    batch: dict = {"instruction": [instruction]}
+    for key in policy.obs_shapes:
+        if key.startswith("images/"):
+            batch.setdefault("images", {})[key.split("/", 1)[1]] = stack(frame[key])
+        else:
+            batch[key] = stack(frame[key])
+    return batch
 
 
 def _chunk_end(policy, obs: dict, seed: int) -> np.ndarray:
@@ -48,30 +60,32 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     policy = load_policy(args.policy_dir).eval()
-    cams = tuple(policy.config.camera_names)
-    env = make_env(args.task, cameras=cams, image_size=policy.config.image_size)
+    cams, size = policy_cameras(policy)
+    env = make_env(args.task, cameras=cams, **({"image_size": size} if cams else {}))
+    other_role = "distractor" if "distractor" in env.unwrapped.layout.roles else "target"
     nearer, errors = 0, []
     for i in range(args.episodes):
         obs, _ = env.reset(seed=1_000_000 + i)
         move = env.unwrapped.object_pose("move")[0][:2]
-        other = env.unwrapped.object_pose("distractor")[0][:2]
-        batch = _batch(obs["state"], obs["images"], obs["instruction"], policy.obs_horizon)
+        other = env.unwrapped.object_pose(other_role)[0][:2]
+        frame = {**{f"images/{c}": im for c, im in obs.get("images", {}).items()}, **obs}
+        batch = _batch(policy, frame, obs["instruction"])
         for s in range(args.noise_seeds):
             end = _chunk_end(policy, batch, s)
             nearer += np.linalg.norm(end - move) < np.linalg.norm(end - other)
             errors.append(float(np.linalg.norm(end - move)))
     env.close()
     n = args.episodes * args.noise_seeds
-    print(f"held-out scenes ({args.episodes} x {args.noise_seeds} sampling seeds): chunk end nearer the instructed "
-          f"object {nearer}/{n} ({nearer / n:.0%}; 50% = chance); median distance to it {100 * np.median(errors):.1f} cm")
+    print(f"{args.task}, held-out scenes ({args.episodes} x {args.noise_seeds} sampling seeds): chunk end nearer the "
+          f"instructed object than the {other_role} {nearer}/{n} ({nearer / n:.0%}; 50% = chance); "
+          f"median distance to it {100 * np.median(errors):.1f} cm")
     if args.store:
         store = EpisodeStore.open(args.store, mode="r")
         errors = []
         for i in range(min(args.episodes, store.num_episodes)):
             ep = store.episode(i)
             steps = ep["steps"]
-            images = {k.split("/", 1)[1]: np.asarray(steps[k][0]) for k in steps if k.startswith("images/")}
-            batch = _batch(np.asarray(steps["state"][0]), images, str(ep["meta"]["instruction"]), policy.obs_horizon)
+            batch = _batch(policy, {k: steps[k][0] for k in policy.obs_shapes}, str(ep["meta"]["instruction"]))
             target = np.asarray(steps["action"][policy.action_horizon - 1][:2])
             errors.append(float(np.linalg.norm(_chunk_end(policy, batch, 0) - target)))
         print(f"training demos' first frames ({len(errors)}): median distance of the chunk end to the demo's "
