@@ -45,10 +45,10 @@ def chunk_key(arr: zarr.Array, index: int) -> str:
 
 
 def describe_chunk(root: Path, name: str, arr: zarr.Array, index: int) -> str:
-    """"array 'data/action' chunk 3 (file data/action/c/3/0, rows 6144..8191)"."""
-    rows = arr.chunks[0]
+    """E.g. "array 'data/action' chunk 3 (file data/action/c/3/0, frames 6144..8191)"."""
+    rows, unit = arr.chunks[0], "frames" if name.startswith("data/") else "episodes"
     return (f"array {name!r} chunk {index} (file {name}/{chunk_key(arr, index)}, "
-            f"rows {index * rows}..{(index + 1) * rows - 1})")
+            f"{unit} {index * rows}..{min((index + 1) * rows, arr.shape[0]) - 1})")
 
 
 def damaged(root: Path, what: str) -> DamagedStoreError:

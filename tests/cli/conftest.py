@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 
+# The store-damage helpers of tests/data serve the CLI's corruption tests too.
+_DATA_TESTS = str(Path(__file__).resolve().parents[1] / "data")
+if _DATA_TESTS not in sys.path:
+    sys.path.append(_DATA_TESTS)
+
 
 def _command() -> list[str]:
     script = Path(sys.executable).with_name("robot-learn")
