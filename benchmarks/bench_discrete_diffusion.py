@@ -182,7 +182,8 @@ def language_test(args: argparse.Namespace) -> None:
     print(f"\n{'task':<12}{'decoding':<16}" + "".join(f"{label:>12}" for label, _, _ in labels))
     totals = {(mode, label): 0 for mode in modes for label, _, _ in labels}
     for task in args.tasks:
-        env = make_env(task, cameras=tuple(c.camera_names), image_size=c.image_size)
+        cameras = [k.split("/", 1)[1] for k in policy.obs_shapes if k.startswith("images/")]
+        env = make_env(task, cameras=tuple(cameras), image_size=c.image_size)
         try:
             for mode in modes:
                 if discrete:
@@ -213,7 +214,8 @@ def _episode(env, policy, seed: int, swap: bool, blank: bool) -> bool:
     while True:
         if blank:
             obs = {**obs, "instruction": ""}
-        batched = {**{k: obs[k][None] for k in policy.config.state_dims},
+        # Only what the policy reads at inference (a pixel policy: cameras, state, words).
+        batched = {**{k: obs[k][None] for k in policy.obs_shapes if not k.startswith("images/")},
                    "images": {k: v[None] for k, v in obs["images"].items()}, "instruction": [obs["instruction"]]}
         action = policy.select_action(batched, generator=generator)[0].numpy().astype(np.float32)
         obs, _, terminated, truncated, info = env.step(action)

@@ -38,6 +38,7 @@ from robot_learn.policies.vision_encoder import VisionEncoder
 
 FEATURES_KEY = "features"
 SIGNALS = ("privileged", "autoencoder")
+OUTPUTS = ("labels", "latent")
 
 
 @dataclass
@@ -57,6 +58,10 @@ class FrameEncoderConfig:
     signal: str = "privileged"
     label_names: list[str] = field(default_factory=list)
     recon_size: int = 32
+    # What policies read: "latent" (the fused features; the only output of the label-free
+    # signal) or "labels" (the privileged head's predictions in real units, a small state
+    # estimate). On bin_place, latent reached 68% and labels 36% (docs/benchmarks.md).
+    output: str = "latent"
 
     def __post_init__(self) -> None:
         self.cameras = [str(c) for c in self.cameras]
@@ -64,6 +69,9 @@ class FrameEncoderConfig:
         self.vocab = [str(w) for w in self.vocab]
         self.label_names = [str(n) for n in self.label_names]
         check_choice("signal", self.signal, SIGNALS)
+        check_choice("output", self.output, OUTPUTS)
+        if self.signal == "autoencoder":
+            self.output = "latent"
         if not self.cameras:
             raise ValueError("a frame encoder needs at least one camera (cameras: [front, ...])")
 
@@ -97,7 +105,12 @@ def apply_frame_encoder_settings(config: Any) -> None:
     config.frame_encoder = _plain_settings("frame_encoder", config.frame_encoder, FrameEncoderConfig)
     config.frame_pretraining = _plain_settings("frame_pretraining", config.frame_pretraining, FramePretrainConfig)
     if config.frame_encoder:
-        config.state_dims[FEATURES_KEY] = FrameEncoderConfig(**config.frame_encoder).feature_dim
+        config.state_dims[FEATURES_KEY] = output_dim(FrameEncoderConfig(**config.frame_encoder))
+
+
+def output_dim(config: FrameEncoderConfig) -> int:
+    """Size of an encoder's output to policies (label count before labels are known: 0)."""
+    return len(config.label_names) if config.output == "labels" else int(config.feature_dim)
 
 
 def _plain_settings(name: str, value: Any, schema: type) -> dict[str, Any]:
@@ -139,7 +152,13 @@ class FrameEncoder(nn.Module):
 
     @property
     def out_dim(self) -> int:
-        return int(self.config.feature_dim)
+        """Size of what policies read (``encode``)."""
+        return output_dim(self.config)
+
+    def encode(self, images: Mapping[str, torch.Tensor], instructions: Sequence[str] | None = None) -> torch.Tensor:
+        """What policies read: predicted labels or the latent, as ``config.output`` says."""
+        latent = self(images, instructions)
+        return self.predict_labels(latent) if self.config.output == "labels" else latent
 
     def forward(self, images: Mapping[str, torch.Tensor], instructions: Sequence[str] | None = None) -> torch.Tensor:
         missing = [c for c in self.config.cameras if c not in images]
@@ -225,7 +244,7 @@ def frozen_features(encoder: FrameEncoder, images: Mapping[str, torch.Tensor],
     was_training = encoder.training
     encoder.eval()
     with torch.no_grad():
-        out = encoder(images, instructions)
+        out = encoder.encode(images, instructions)
     encoder.train(was_training)
     return out
 

@@ -13,6 +13,8 @@ from robot_learn.policies.frame_encoder import FEATURES_KEY, FrameEncoder, Frame
 
 TINY = dict(cameras=["front"], image_size=32, channels=[8, 16], num_keypoints=8, camera_dim=16, feature_dim=12,
             vocab=["put", "red", "cube"], text_dim=8, label_names=["x", "y"])
+LATENT = {**TINY, "output": "latent"}
+LABELS = {**TINY, "output": "labels"}
 
 
 def _stats(feature_dim: int) -> dict:
@@ -65,7 +67,7 @@ def test_unknown_frame_encoder_setting_is_named():
 @pytest.mark.parametrize("preset", [diffusion_pixels_config, discrete_diffusion_pixels_config])
 def test_pixel_presets_deploy_from_cameras_state_and_words_only(preset):
     """Inference keys are cameras, state and instruction; training reads cached features."""
-    config = preset(frame_encoder=TINY, **({"state_tokens": {FEATURES_KEY: 2}} if "discrete" in preset.__name__ else {}))
+    config = preset(frame_encoder=LATENT, **({"state_tokens": {FEATURES_KEY: 2}} if "discrete" in preset.__name__ else {}))
     name = "discrete_diffusion" if "discrete" in preset.__name__ else "diffusion"
     policy = make_policy(name, config, _stats(12), instructions=["put red cube"])
     assert set(policy.obs_shapes) == {"state", "images/front"}
@@ -77,9 +79,9 @@ def test_pixel_presets_deploy_from_cameras_state_and_words_only(preset):
 
 def test_policy_features_equal_the_cached_features_of_the_same_encoder():
     """Training on cached features and deploying on frames must see the same numbers."""
-    config = diffusion_pixels_config(frame_encoder=TINY)
+    config = diffusion_pixels_config(frame_encoder=LATENT)
     policy = make_policy("diffusion", config, _stats(12))
-    encoder = FrameEncoder(FrameEncoderConfig(**TINY)).eval()
+    encoder = FrameEncoder(FrameEncoderConfig(**LATENT)).eval()
     policy.frame_encoder.load_state_dict(encoder.state_dict())
     frames = _frames(4)
     with torch.no_grad():
@@ -87,3 +89,14 @@ def test_policy_features_equal_the_cached_features_of_the_same_encoder():
     obs = {"images": {"front": frames["front"].reshape(2, 2, 32, 32, 3)}, "instruction": ["put red cube"] * 2}
     live = policy.with_frame_features(obs)[FEATURES_KEY]
     assert torch.allclose(live.reshape(4, -1), cached, atol=1e-6)
+
+
+def test_labels_output_gives_policies_the_predicted_scene_labels():
+    config = diffusion_pixels_config(frame_encoder=LABELS)
+    assert config.state_dims[FEATURES_KEY] == 2  # one per label name
+    encoder = FrameEncoder(FrameEncoderConfig(**LABELS)).eval()
+    with torch.no_grad():
+        encoder.label_mean.copy_(torch.tensor([0.2, -0.1]))
+        frames = _frames()
+        expected = encoder.predict_labels(encoder(frames, ["put red cube"] * 3))
+        assert torch.allclose(encoder.encode(frames, ["put red cube"] * 3), expected)

@@ -169,8 +169,7 @@ def discrete_diffusion_image_config(**overrides: Any) -> DiscreteDiffusionConfig
 def discrete_diffusion_pixels_config(**overrides: Any) -> DiscreteDiffusionConfig:
     """The VLA on pixels: ``state`` (10), the instruction words, and the features of a
     frozen frame encoder over the cameras (FiLM-conditioned on the instruction, so they
-    describe the object it names), split into ``state_tokens`` tokens. No privileged
-    key at inference."""
-    base = dict(state_dims={"state": 10}, camera_names=[], state_tokens={"features": 4},
+    describe the object it names). No privileged key at inference."""
+    base = dict(state_dims={"state": 10}, camera_names=[],
                 frame_encoder={"cameras": ["front", "wrist"], "signal": "privileged"})
     return DiscreteDiffusionConfig(**{**base, **overrides})
