@@ -5,7 +5,7 @@ layouts it sees, and a reset costs one render, not an expert episode. So the fra
 set mixes two kinds of frame:
 
 - **resets**: a fresh layout per frame, with the arm moved to a random pose (random
-  grasp centre, yaw and gripper opening): half of them anywhere above the table, so
+  grasp centre, yaw and gripper opening): by default half of them anywhere above the table, so
   the encoder sees the arm everywhere it can be and learns not to confuse it with an
   object, and half just around the object to move, where a grasp needs the most
   precision and the wrist camera sees the object large;
@@ -58,10 +58,11 @@ class SceneFrames:
 
 def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int = 0, *,
                         cameras: Sequence[str] = ("front", "wrist"), image_size: int = 96,
-                        seed: int = 0, noise: float = 1.0, every: int = 3,
+                        seed: int = 0, noise: float = 1.0, every: int = 3, near_object: float = 0.5,
                         progress_bar: bool = False) -> SceneFrames:
-    """Render ``resets`` reset frames and the frames of ``expert_episodes`` expert
-    episodes per task (every ``every``-th step), tasks taking turns.
+    """Render ``resets`` reset frames (a ``near_object`` fraction of them with the arm
+    around the object to move) and the frames of ``expert_episodes`` expert episodes
+    per task (every ``every``-th step), tasks taking turns.
 
     Seeds start at ``seed`` and never meet the demo seeds (0, 1, ...) or the evaluation
     seeds (from 1,000,000) when ``seed`` is left at its default of 0: resets use
@@ -98,7 +99,7 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
             t = tasks[i % len(tasks)]
             env = envs[t]
             env.reset(seed=2_000_000 + seed + i)
-            _pose_arm(env, rng)
+            _pose_arm(env, rng, near_object)
             record(t)
             bar.update()
         for i in range(expert_episodes * len(tasks)):
@@ -123,10 +124,11 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
                        instruction=rows["instruction"], task=rows["task"])
 
 
-def _pose_arm(env, rng: np.random.Generator) -> None:
-    """Put the arm at a random top-down pose, anywhere or (every other call, at random)
-    just around the object to move (kinematics only: no physics step)."""
-    if rng.random() < 0.5:
+def _pose_arm(env, rng: np.random.Generator, near_object: float) -> None:
+    """Put the arm at a random top-down pose, anywhere or (with probability
+    ``near_object``) just around the object to move (kinematics only: no physics step)."""
+    # (No draw at all when near_object is 0, so such frames match the first version's.)
+    if near_object <= 0 or rng.random() < 1.0 - near_object:
         x, y, z = rng.uniform(ARM_LOW, ARM_HIGH)
     else:
         centre = env.object_pose("move")[0]

@@ -87,6 +87,7 @@ class FramePretrainConfig:
     expert_episodes: int = 40  # per task
     every: int = 3
     noise: float = 1.0
+    near_object: float = 0.5  # fraction of reset frames with the arm around the object to move
     steps: int = 2000
     batch_size: int = 64
     lr: float = 2e-3
