@@ -41,6 +41,23 @@ clean:
 	rm -rf $(VENV) .venv-lerobot .venv-bench outputs
 
 # ---------------------------------------------------------------------------
+# GPU check (benchmarks/gpu_check.py): the `gpu` tests in tests/gpu, then a short
+# pixel-policy training on the GPU, and outputs/gpu_check/report.json. Without a
+# CUDA device it says so and exits 0 having run nothing. It needs no network and
+# does not depend on $(STAMP) (pip would fail offline), but it needs a Python whose
+# torch is a CUDA build and that has this repo installed (`pip install --no-deps
+# --no-build-isolation -e .` works offline) with its dependencies. That is GPU_PY:
+# .venv/bin/python by default, whose torch after `make install` is the CPU build;
+# on a GPU box use a .venv with a CUDA torch, or another Python, e.g.
+# `make gpu-check GPU_PY=python3`. The script names whatever is missing (exit 2).
+GPU_PY ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
+
+.PHONY: gpu-check
+
+gpu-check:
+	$(GPU_PY) benchmarks/gpu_check.py
+
+# ---------------------------------------------------------------------------
 # LeRobotDataset v3 interop (robot_learn/interop, tests_lerobot/) in its own venv.
 # lerobot 0.4.x pins torch<2.11, so it cannot share .venv (torch 2.13.0 CPU).
 # Here torch 2.14.1 + torchvision 0.29.1 come from the machine's local wheels,
