@@ -5,10 +5,10 @@ layouts it sees, and a reset costs one render, not an expert episode. So the fra
 set mixes two kinds of frame:
 
 - **resets**: a fresh layout per frame, with the arm moved to a random pose (random
-  grasp centre, yaw and gripper opening): by default half of them anywhere above the table, so
-  the encoder sees the arm everywhere it can be and learns not to confuse it with an
-  object, and half just around the object to move, where a grasp needs the most
-  precision and the wrist camera sees the object large;
+  grasp centre, yaw and gripper opening) anywhere above the table, so the encoder
+  sees the arm everywhere it can be and learns not to confuse it with an object; a
+  ``near_object`` fraction of them just around the object to move instead, where a
+  grasp needs the most precision and the wrist camera sees the object large;
 - **expert steps**: every ``every``-th step of noisy expert episodes, which cover
   what resets cannot (an object in the gripper, an object in the bin).
 
@@ -31,7 +31,7 @@ from .rendering import CameraRenderer, check_cameras
 
 # Bumped whenever the frames this module renders change, so encoders pretrained on the
 # old frames are not reused for the new ones.
-SCENE_FRAMES_VERSION = 2
+SCENE_FRAMES_VERSION = 3
 # Random grasp-centre box for reset frames (metres), inside the arm's reach, and the
 # spread of the near-object poses around the object to move.
 ARM_LOW = np.array([0.04, -0.26, 0.02])
@@ -58,7 +58,7 @@ class SceneFrames:
 
 def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int = 0, *,
                         cameras: Sequence[str] = ("front", "wrist"), image_size: int = 96,
-                        seed: int = 0, noise: float = 1.0, every: int = 3, near_object: float = 0.5,
+                        seed: int = 0, noise: float = 1.0, every: int = 3, near_object: float = 0.0,
                         progress_bar: bool = False) -> SceneFrames:
     """Render ``resets`` reset frames (a ``near_object`` fraction of them with the arm
     around the object to move) and the frames of ``expert_episodes`` expert episodes
