@@ -26,6 +26,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -120,18 +121,20 @@ def environment() -> dict:
 
 
 def run_logged(command: list[str], log: Path, timeout: float) -> tuple[int, float]:
-    """Run ``command`` in the repository with its output in ``log`` (also echoed);
-    returns (exit code, seconds); exit code 124 when it ran past ``timeout``."""
+    """Run ``command`` in the repository with its output in ``log``; returns (exit code,
+    seconds); exit code 124 when it ran past ``timeout`` (it and its children are killed)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     t0 = time.perf_counter()
     with open(log, "w") as out:
         out.write("$ " + " ".join(command) + "\n")
         out.flush()
-        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+        # Its own process group, so a timeout also ends the evaluation's worker processes.
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             out.write(f"\n[gpu-check] stopped after {timeout:.0f} s\n")
             code = 124

@@ -9,7 +9,6 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from robot_learn.cli.frame_features import with_scene_labels
-from robot_learn.cli.train import policy_name_for_config
 from robot_learn.policies import get_policy_class, make_policy, to_torch
 from robot_learn.policies.diffusion import DiffusionConfig
 from robot_learn.policies.discrete_diffusion import DiscreteDiffusionConfig
@@ -25,14 +24,18 @@ def _preset(name: str):
     return with_scene_labels(instantiate(OmegaConf.load(CONFIGS / f"{name}.yaml")))
 
 
+def _name(config) -> str:
+    return "diffusion" if isinstance(config, DiffusionConfig) else "discrete_diffusion"
+
+
 def _build(config):
-    return make_policy(policy_name_for_config(config), config, stats_for(config), instructions=INSTRUCTIONS)
+    return make_policy(_name(config), config, stats_for(config), instructions=INSTRUCTIONS)
 
 
 def _parameters(config) -> tuple[int, int]:
     """(whole policy, frame encoder) parameter counts, built on the meta device (no memory)."""
     with torch.device("meta"):
-        policy = get_policy_class(policy_name_for_config(config))(config, instructions=INSTRUCTIONS)
+        policy = get_policy_class(_name(config))(config, instructions=INSTRUCTIONS)
     return (sum(p.numel() for p in policy.parameters()), sum(p.numel() for p in policy.frame_encoder.parameters()))
 
 
