@@ -21,19 +21,22 @@ import numpy as np
 from robot_learn.cli.hydra_app import CLIError
 
 
-def prepare_frame_features(policy_config: Any, view: Any, task: str, data_path: str) -> tuple[Any, Any, dict]:
+def prepare_frame_features(policy_config: Any, view: Any, task: str, data_path: str,
+                           device: str = "auto") -> tuple[Any, Any, dict]:
     """``(policy_config, encoder, {"features": per-frame array})`` for a pixel preset;
     ``(policy_config, None, {})`` for any other policy. The returned config carries the
     encoder's full settings (vocabulary, label names), so the policy can hold it."""
     from robot_learn.policies.frame_encoder import FEATURES_KEY
+    from robot_learn.training.distributed import resolve_device
 
     if not policy_config.frame_encoder:
         return policy_config, None, {}
     policy_config = with_scene_labels(policy_config)
     check_store_has_cameras(view, policy_config, data_path)
-    encoder = ensure_frame_encoder(policy_config, task, Path(data_path).parent / "frame_encoders")
+    torch_device = resolve_device(device)  # pretraining and caching run where training will
+    encoder = ensure_frame_encoder(policy_config, task, Path(data_path).parent / "frame_encoders", torch_device)
     policy_config = dataclasses.replace(policy_config, frame_encoder=dataclasses.asdict(encoder.config))
-    return policy_config, encoder, {FEATURES_KEY: cached_features(view, encoder)}
+    return policy_config, encoder, {FEATURES_KEY: cached_features(view, encoder, torch_device)}
 
 
 def encoder_settings_key(policy_config: Any, tasks: list[str]) -> str:
@@ -73,7 +76,7 @@ def check_store_has_cameras(view: Any, policy_config: Any, path: str) -> None:
                            f"a new store")
 
 
-def ensure_frame_encoder(policy_config: Any, task: str, root: Path) -> Any:
+def ensure_frame_encoder(policy_config: Any, task: str, root: Path, device: Any = "cpu") -> Any:
     """Load the encoder these settings made before, or render scenes and pretrain one."""
     from robot_learn.envs.scene_frames import render_scene_frames
     from robot_learn.policies.frame_encoder import FrameEncoder, FrameEncoderConfig, FramePretrainConfig
@@ -97,7 +100,7 @@ def ensure_frame_encoder(policy_config: Any, task: str, root: Path) -> Any:
     render_s = time.perf_counter() - t0
     encoder, metrics = pretrain_frame_encoder(
         frames.images, frames.labels if encoder_config.signal == "privileged" else None, frames.instruction,
-        encoder_config, pretrain, progress_bar=True)
+        encoder_config, pretrain, progress_bar=True, device=device)
     metrics.update(render_s=render_s, signal=encoder_config.signal, tasks=tasks)
     encoder.save(directory)
     (directory / "pretraining.json").write_text(json.dumps(metrics, indent=2))
@@ -106,7 +109,7 @@ def ensure_frame_encoder(policy_config: Any, task: str, root: Path) -> Any:
     return encoder
 
 
-def cached_features(view: Any, encoder: Any) -> np.ndarray:
+def cached_features(view: Any, encoder: Any, device: Any = "cpu") -> np.ndarray:
     """Every committed frame's features, from the store's cache (built if missing or stale)."""
     import torch
 
@@ -114,12 +117,17 @@ def cached_features(view: Any, encoder: Any) -> np.ndarray:
     from robot_learn.policies.frame_encoder import FEATURES_KEY, frozen_features
 
     def encode(images: dict[str, np.ndarray], instructions: list[str]) -> np.ndarray:
-        frames = {c: torch.from_numpy(np.ascontiguousarray(v)) for c, v in images.items()}
+        frames = {c: torch.from_numpy(np.ascontiguousarray(v)).to(device) for c, v in images.items()}
         text = instructions if encoder.text is not None else None
-        return frozen_features(encoder, frames, text).numpy()
+        return frozen_features(encoder, frames, text).cpu().numpy()
 
-    return load_or_build_feature_cache(view.store, FEATURES_KEY, encoder.identity(), encoder.config.cameras, encode,
-                                       progress_bar=True)
+    identity = encoder.identity()
+    encoder.to(device)
+    try:
+        return load_or_build_feature_cache(view.store, FEATURES_KEY, identity, encoder.config.cameras, encode,
+                                           progress_bar=True)
+    finally:
+        encoder.cpu()
 
 
 def view_stats(view: Any, values: np.ndarray) -> dict[str, np.ndarray]:

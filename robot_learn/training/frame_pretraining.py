@@ -22,9 +22,9 @@ from robot_learn.policies.text_encoder import build_vocab
 
 def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray | None,
                            instructions: Sequence[str], encoder_config: FrameEncoderConfig,
-                           config: FramePretrainConfig | None = None,
-                           progress_bar: bool = False) -> tuple[FrameEncoder, dict[str, Any]]:
-    """Train a new encoder on the frames; returns it (eval mode) and held-out metrics.
+                           config: FramePretrainConfig | None = None, progress_bar: bool = False,
+                           device: str | torch.device = "cpu") -> tuple[FrameEncoder, dict[str, Any]]:
+    """Train a new encoder on ``device``; returns it on the CPU (eval mode) and held-out metrics.
     (``config``'s scene settings, ``tasks`` to ``noise``, are for whoever renders the frames.)"""
     from tqdm import tqdm
 
@@ -44,6 +44,7 @@ def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray 
     if labels is not None and encoder.label_head is not None:
         encoder.label_mean.copy_(torch.from_numpy(labels[train].mean(0)))
         encoder.label_std.copy_(torch.from_numpy(labels[train].std(0) + 1e-3))
+    encoder.to(device)
     optimizer = torch.optim.AdamW(encoder.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=config.lr, total_steps=config.steps,
                                                    pct_start=0.05)
@@ -52,7 +53,7 @@ def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray 
     bar = tqdm(range(config.steps), desc="pretrain frame encoder", unit="step", disable=not progress_bar)
     for step in bar:
         idx = rng.choice(train, size=config.batch_size)
-        loss = encoder.loss(*_batch(images, labels, instructions, idx))
+        loss = encoder.loss(*_batch(images, labels, instructions, idx, device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -63,7 +64,7 @@ def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray 
     metrics = {"frames": n, "train_frames": len(train), "val_frames": len(val), "steps": config.steps,
                "time_s": time.perf_counter() - t0, "identity": encoder.identity()}
     metrics.update(evaluate_frame_encoder(encoder, images, labels, instructions, val))
-    return encoder, metrics
+    return encoder.cpu(), metrics
 
 
 @torch.no_grad()
@@ -75,13 +76,13 @@ def evaluate_frame_encoder(encoder: FrameEncoder, images: Mapping[str, np.ndarra
     losses, errors = [], []
     for start in range(0, len(index), batch_size):
         idx = index[start:start + batch_size]
-        batch = _batch(images, labels, instructions, idx)
+        batch = _batch(images, labels, instructions, idx, next(encoder.parameters()).device)
         losses.append(float(encoder.loss(*batch)) * len(idx))
         if encoder.label_head is not None and labels is not None:
             predicted = encoder.predict_labels(encoder(batch[0], batch[1]))
             names = encoder.config.label_names
             xy = [names.index("move_x"), names.index("move_y")] if "move_x" in names else [0, 1]
-            errors.append(torch.linalg.norm(predicted[:, xy] - batch[2][:, xy], dim=-1).numpy() * 100.0)
+            errors.append(torch.linalg.norm(predicted[:, xy] - batch[2][:, xy], dim=-1).cpu().numpy() * 100.0)
     out = {"val_loss": sum(losses) / len(index)}
     if errors:
         err = np.concatenate(errors)
@@ -90,10 +91,10 @@ def evaluate_frame_encoder(encoder: FrameEncoder, images: Mapping[str, np.ndarra
 
 
 def _batch(images: Mapping[str, np.ndarray], labels: np.ndarray | None, instructions: Sequence[str],
-           idx: np.ndarray) -> tuple[dict[str, torch.Tensor], list[str], torch.Tensor | None]:
-    frames = {c: torch.from_numpy(np.ascontiguousarray(v[idx])) for c, v in images.items()}
+           idx: np.ndarray, device: str | torch.device = "cpu") -> tuple[dict[str, torch.Tensor], list[str], torch.Tensor | None]:
+    frames = {c: torch.from_numpy(np.ascontiguousarray(v[idx])).to(device) for c, v in images.items()}
     text = [instructions[i] for i in idx]
-    target = torch.from_numpy(labels[idx]) if labels is not None else None
+    target = torch.from_numpy(labels[idx]).to(device) if labels is not None else None
     return frames, text, target
 
 

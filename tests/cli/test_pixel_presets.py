@@ -14,8 +14,8 @@ from robot_learn.policies import load_policy
 TINY = ["task=bin_place", "policy=diffusion_pixels", "data.episodes=2", "data.path=data/px.zarr",
         "policy.frame_pretraining.resets=24", "policy.frame_pretraining.expert_episodes=1",
         "policy.frame_pretraining.steps=3", "+policy.frame_pretraining.batch_size=8",
-        "policy.down_dims=[16,32]", "policy.action_horizon=8", "policy.execute_horizon=4",
-        "policy.num_inference_steps=2", "train=fast", "train.steps=3", "eval.episodes=2",
+        "+policy.down_dims=[16,32]", "+policy.action_horizon=8", "+policy.execute_horizon=4",
+        "+policy.num_inference_steps=2", "train=fast", "train.steps=3", "eval.episodes=2",
         "eval.max_steps=6", "eval.videos=0"]
 
 
@@ -77,7 +77,7 @@ def test_pixel_preset_on_a_store_without_images_is_one_line_error(pixel_run, run
 
 def test_pixel_preset_with_another_resolution_is_one_line_error(pixel_run, run_cli):
     tmp, _, _ = pixel_run
-    out = run_cli("train", *TINY, f"data.path={tmp / 'data' / 'px.zarr'}", "policy.frame_encoder.image_size=64",
+    out = run_cli("train", *TINY, f"data.path={tmp / 'data' / 'px.zarr'}", "+policy.frame_encoder.image_size=64",
                   "run_dir=run4")
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
