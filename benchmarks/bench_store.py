@@ -1,7 +1,9 @@
-"""Episode store throughput: write and read rates, and window-sampling rate
-against indexing the same arrays held as in-memory numpy.
+"""Episode store throughput: write and read rates, window-sampling rate against
+indexing the same arrays held as in-memory numpy, and the cost of integrity:
+`inspect --verify` in MB/s, the checks on open, and append throughput with chunk
+checksums against without (interleaved runs, medians with 95% bootstrap intervals).
 
-    .venv/bin/python benchmarks/bench_store.py [--repeats 3] [--episodes 50]
+    .venv/bin/python benchmarks/bench_store.py [--repeats 3] [--episodes 50] [--checksum-repeats 7]
 
 Image dataset: E episodes x 100 steps, two 96x96 cameras, state 10, action 5.
 Low-dim dataset: 10*E episodes x 100 steps, state 10, env_state 14, action 5.
@@ -18,12 +20,14 @@ import shutil
 import statistics
 import tempfile
 import time
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
 import zarr
 
-from robot_learn.data import EpisodeStore, WindowSampler
+from robot_learn.data import EpisodeStore, WindowSampler, integrity
+from robot_learn.data.commit import read_commit
 
 STEPS, IMAGE, STATE, ACTION = 100, 96, 10, 5
 
@@ -123,11 +127,101 @@ def rates(samplers: dict, seconds: float, repeats: int, batch: int) -> dict[str,
     return {name: statistics.median(r) for name, r in runs.items()}
 
 
+@contextmanager
+def version1_chunks():
+    """New stores written as before chunk checksums: zstd without its content
+    checksum, all-zero chunks skipped (the codecs and config store.py reads)."""
+    saved = integrity.IMAGE_CODEC, integrity.LOWDIM_CODEC, integrity.ARRAY_CONFIG
+    integrity.IMAGE_CODEC = zarr.codecs.ZstdCodec(level=saved[0].level)
+    integrity.LOWDIM_CODEC = zarr.codecs.ZstdCodec(level=saved[1].level)
+    integrity.ARRAY_CONFIG = {"write_empty_chunks": False}
+    try:
+        yield
+    finally:
+        integrity.IMAGE_CODEC, integrity.LOWDIM_CODEC, integrity.ARRAY_CONFIG = saved
+
+
+def median_ci(values: list[float], seed: int = 0) -> tuple[float, float, float]:
+    """Median and 95% percentile-bootstrap interval."""
+    v = np.asarray(values)
+    boots = np.median(np.random.default_rng(seed).choice(v, size=(4000, len(v))), axis=1)
+    return float(np.median(v)), *np.percentile(boots, [2.5, 97.5])
+
+
+def ratio_ci(a: list[float], b: list[float], seed: int = 0) -> tuple[float, float, float]:
+    """median(a) / median(b) and its 95% bootstrap interval, resampling the (a_i, b_i)
+    pairs together (run i of each arm ran back to back)."""
+    a_, b_ = np.asarray(a), np.asarray(b)
+    idx = np.random.default_rng(seed).integers(0, len(a_), size=(4000, len(a_)))
+    boots = np.median(a_[idx], axis=1) / np.median(b_[idx], axis=1)
+    return float(np.median(a_) / np.median(b_)), *np.percentile(boots, [2.5, 97.5])
+
+
+def bench_append_checksums(root: Path, episodes: list[dict], repeats: int) -> dict[str, list[float]]:
+    """Seconds to create a store and append `episodes`, with and without chunk checksums.
+    The arms alternate, and swap which goes first each run, so drifting load from
+    other processes hits both alike."""
+    arms = {"checksums": nullcontext, "no checksums": version1_chunks}
+    seconds: dict[str, list[float]] = {arm: [] for arm in arms}
+    for r in range(repeats):
+        for arm in (list(arms) if r % 2 == 0 else list(arms)[::-1]):
+            path = root / f"append_{r}_{arm.replace(' ', '_')}.zarr"
+            with arms[arm]():
+                t0 = time.perf_counter()
+                with EpisodeStore.create(path) as store:
+                    for i, ep in enumerate(episodes):
+                        store.append_episode(ep, meta(i))
+                seconds[arm].append(time.perf_counter() - t0)
+            shutil.rmtree(path)
+    return seconds
+
+
+def bench_verify(path: str, repeats: int) -> dict[str, float]:
+    """`inspect --verify` (integrity.verify_store) and the checks `EpisodeStore.open`
+    runs, on the store at `path`: medians and intervals over `repeats` runs."""
+    mbs, opens, report = [], [], None
+    for _ in range(repeats):
+        report = integrity.verify_store(path)
+        assert not report.problems, report.problems
+        mbs.append(report.mb_per_s)
+        t0 = time.perf_counter()
+        EpisodeStore.open(path)
+        opens.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    for _ in range(1000):
+        read_commit(Path(path))  # what each append adds: a re-read of the commit record
+    return {"mbs": median_ci(mbs), "open_ms": median_ci([1e3 * t for t in opens]),
+            "commit_read_us": (time.perf_counter() - t0) * 1e3, "chunks": report.chunks,
+            "decoded_mb": report.decoded_bytes / 1e6, "disk_mb": report.disk_bytes / 1e6}
+
+
+def print_integrity(name: str, verify: dict, seconds: dict[str, list[float]], frames: int) -> None:
+    """Print the verification figures and the append comparison of one dataset."""
+    m, lo, hi = verify["mbs"]
+    o, olo, ohi = verify["open_ms"]
+    print(f"\n{name} dataset, integrity: {verify['chunks']} chunks, {verify['decoded_mb']:.1f} MB decoded "
+          f"from {verify['disk_mb']:.1f} MB on disk")
+    print(f"  inspect --verify: {m:.0f} MB/s decoded [95% CI {lo:.0f}, {hi:.0f}]")
+    print(f"  EpisodeStore.open (chunk-presence and consistency checks): {o:.1f} ms [{olo:.1f}, {ohi:.1f}]")
+    print(f"  commit-record re-read per append: {verify['commit_read_us']:.0f} us")
+    for arm, runs in seconds.items():
+        t, tlo, thi = median_ci(runs)
+        print(f"  append, {arm:<12}: {frames / t:8.0f} frames/s [95% CI {frames / thi:.0f}, {frames / tlo:.0f}]"
+              f"  ({len(runs)} runs, median {t:.2f} s)")
+    r, rlo, rhi = ratio_ci(seconds["checksums"], seconds["no checksums"])
+    print(f"  append time with / without checksums: {r:.3f} [95% CI {rlo:.3f}, {rhi:.3f}] -> "
+          f"{(r - 1) * 100:+.1f}% (goal < +5%: {'met' if r < 1.05 else 'NOT met'})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=2.0, help="per sampling measurement")
+    parser.add_argument("--checksum-repeats", type=int, default=7,
+                        help="runs per arm of the append comparison (with / without checksums)")
+    parser.add_argument("--only-integrity", action="store_true",
+                        help="skip the write/read table and window sampling")
     args = parser.parse_args()
     to, ta, batch = 2, 16, 64
     obs_keys = ("state", "images/front", "images/wrist")
@@ -138,33 +232,50 @@ def main() -> None:
     print(f"  low-dim dataset: {10 * args.episodes} episodes x {STEPS} steps, state {STATE}, "
           f"env_state 14, action {ACTION}")
     print(f"  sampling: batch {batch}, obs_horizon {to}, action_horizon {ta}, obs {obs_keys}")
+    print(f"  integrity: verify and open {args.repeats} runs each; append with / without checksums "
+          f"{args.checksum_repeats} interleaved runs per arm")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        results = {}
-        for name, count, images in (("image", args.episodes, True), ("low-dim", 10 * args.episodes, False)):
-            data = [episode(i, images) for i in range(count)]
-            results[name] = bench_write_read(root / name, data, args.repeats)
-        print(f"\n{'dataset':<9}{'frames':>8}{'raw MB':>9}{'disk MB':>9}{'write fr/s':>12}"
-              f"{'write MB/s':>12}{'read fr/s':>11}{'read MB/s':>11}")
-        for name, r in results.items():
-            print(f"{name:<9}{r['frames']:>8}{r['raw_mb']:>9.1f}{r['disk_mb']:>9.1f}"
-                  f"{r['write_fps']:>12.0f}{r['write_mbs']:>12.1f}{r['read_fps']:>11.0f}{r['read_mbs']:>11.1f}")
+        datasets = {name: [episode(i, images) for i in range(count)]
+                    for name, count, images in (("image", args.episodes, True),
+                                                ("low-dim", 10 * args.episodes, False))}
+        if not args.only_integrity:
+            bench_throughput_and_sampling(root, datasets, args, obs_keys, to, ta, batch)
+        for name, data in datasets.items():
+            path = root / f"verify_{name}.zarr"
+            with EpisodeStore.create(path) as store:
+                for i, ep in enumerate(data):
+                    store.append_episode(ep, meta(i))
+            verify = bench_verify(str(path), args.repeats)
+            seconds = bench_append_checksums(root, data, args.checksum_repeats)
+            print_integrity(name, verify, seconds, len(data) * STEPS)
 
-        store = EpisodeStore.open(results["image"]["path"])
-        arrays = {k: store.read(k) for k in (*obs_keys, "action")}
-        base = NumpyWindows(arrays, store.episode_ends, obs_keys, to, ta, batch, seed=0)
-        cached = WindowSampler(store, obs_keys=obs_keys, obs_horizon=to, action_horizon=ta,
-                               batch_size=batch, seed=0, cache=True)
-        direct = WindowSampler(store, obs_keys=obs_keys, obs_horizon=to, action_horizon=ta,
-                               batch_size=batch, seed=0, cache=False)
-        r = rates({"numpy": base.sample, "cached": cached.sample, "direct": direct.sample},
-                  args.seconds, args.repeats, batch)
-        r_np, r_cached, r_direct = r["numpy"], r["cached"], r["direct"]
-        print(f"\n{'window sampling':<34}{'windows/s':>12}{'ratio to numpy':>16}")
-        print(f"{'in-memory numpy indexing':<34}{r_np:>12.0f}{1.0:>16.2f}")
-        print(f"{'WindowSampler cache=True':<34}{r_cached:>12.0f}{r_cached / r_np:>16.2f}")
-        print(f"{'WindowSampler cache=False (zarr)':<34}{r_direct:>12.0f}{r_direct / r_np:>16.3f}")
-        print(f"goal: cache=True ratio >= 0.5 -> {'met' if r_cached / r_np >= 0.5 else 'NOT met'}")
+
+def bench_throughput_and_sampling(root: Path, datasets: dict[str, list[dict]], args: argparse.Namespace,
+                                  obs_keys: tuple[str, ...], to: int, ta: int, batch: int) -> None:
+    """The write/read table and the window-sampling comparison."""
+    results = {name: bench_write_read(root / name, data, args.repeats) for name, data in datasets.items()}
+    print(f"\n{'dataset':<9}{'frames':>8}{'raw MB':>9}{'disk MB':>9}{'write fr/s':>12}"
+          f"{'write MB/s':>12}{'read fr/s':>11}{'read MB/s':>11}")
+    for name, r in results.items():
+        print(f"{name:<9}{r['frames']:>8}{r['raw_mb']:>9.1f}{r['disk_mb']:>9.1f}"
+              f"{r['write_fps']:>12.0f}{r['write_mbs']:>12.1f}{r['read_fps']:>11.0f}{r['read_mbs']:>11.1f}")
+
+    store = EpisodeStore.open(results["image"]["path"])
+    arrays = {k: store.read(k) for k in (*obs_keys, "action")}
+    base = NumpyWindows(arrays, store.episode_ends, obs_keys, to, ta, batch, seed=0)
+    cached = WindowSampler(store, obs_keys=obs_keys, obs_horizon=to, action_horizon=ta,
+                           batch_size=batch, seed=0, cache=True)
+    direct = WindowSampler(store, obs_keys=obs_keys, obs_horizon=to, action_horizon=ta,
+                           batch_size=batch, seed=0, cache=False)
+    r = rates({"numpy": base.sample, "cached": cached.sample, "direct": direct.sample},
+              args.seconds, args.repeats, batch)
+    r_np, r_cached, r_direct = r["numpy"], r["cached"], r["direct"]
+    print(f"\n{'window sampling':<34}{'windows/s':>12}{'ratio to numpy':>16}")
+    print(f"{'in-memory numpy indexing':<34}{r_np:>12.0f}{1.0:>16.2f}")
+    print(f"{'WindowSampler cache=True':<34}{r_cached:>12.0f}{r_cached / r_np:>16.2f}")
+    print(f"{'WindowSampler cache=False (zarr)':<34}{r_direct:>12.0f}{r_direct / r_np:>16.3f}")
+    print(f"goal: cache=True ratio >= 0.5 -> {'met' if r_cached / r_np >= 0.5 else 'NOT met'}")
 
 
 if __name__ == "__main__":
