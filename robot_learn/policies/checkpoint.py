@@ -19,6 +19,7 @@ import yaml
 from safetensors.torch import load_file, save_file
 
 from robot_learn.policies.base import Policy
+from robot_learn.policies.config_checks import check_model_size
 from robot_learn.policies.registry import get_policy_class, policy_names
 
 CONFIG_FILE = "config.yaml"
@@ -99,6 +100,7 @@ def load_policy(
         raise PolicyLoadError(f"{directory / CONFIG_FILE}: {error}") from None
     try:
         config = config_from_dict(cls.config_class, document["config"])
+        check_model_size(lambda c: cls(c, stats=None), config)
         policy = cls(config, stats=None)
     except (TypeError, ValueError) as error:
         raise PolicyLoadError(f"{directory / CONFIG_FILE} has an invalid '{policy_type}' config: {error}") from error

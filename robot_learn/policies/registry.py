@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from robot_learn.policies.base import Policy
+from robot_learn.policies.config_checks import check_model_size
 
 _REGISTRY: dict[str, type[Policy]] = {}
 
@@ -51,4 +52,5 @@ def make_policy(name: str, config: Any = None, stats: Mapping[str, Mapping[str, 
         config = config_from_dict(cls.config_class, config)
     elif not isinstance(config, cls.config_class):
         raise TypeError(f"policy '{name}' expects a {cls.config_class.__name__} or a mapping, got {type(config).__name__}")
+    check_model_size(lambda c: cls(c, stats=stats, **kwargs), config)
     return cls(config, stats=stats, **kwargs)

@@ -8,7 +8,35 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from robot_learn.policies.config_checks import check_field_types
+
 _DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+VALID_DEVICES = "auto, cpu, cuda, cuda:N"
+
+
+def check_device_name(device: str) -> str:
+    """Return ``device`` if it is ``auto``, ``cpu``, ``cuda`` or ``cuda:N``; ValueError otherwise."""
+    if not _DEVICE_PATTERN.match(str(device)):
+        raise ValueError(f"unknown device '{device}'; valid devices: {VALID_DEVICES}")
+    return str(device)
+
+
+def check_device(device: str) -> str:
+    """Return ``device`` if it is a valid name (see :func:`check_device_name`) that this
+    machine has; ValueError naming it and the devices that are here otherwise."""
+    import torch
+
+    check_device_name(device)
+    if not device.startswith("cuda"):
+        return device
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        raise ValueError(f"device '{device}' requested but CUDA is not available; valid devices here: auto, cpu")
+    index = int(device.split(":")[1]) if ":" in device else 0
+    if index >= count:
+        raise ValueError(f"device '{device}' does not exist; valid devices here: auto, cpu, cuda, "
+                         f"cuda:0..cuda:{count - 1}")
+    return device
 
 
 @dataclass
@@ -29,6 +57,7 @@ class EMAConfig:
     use_warmup: bool = True
 
     def __post_init__(self) -> None:
+        check_field_types(self)
         # EMAModel.load_state_dict insists on floats; YAML may give ints (e.g. min_decay: 0).
         for name in ("decay", "min_decay", "power", "inv_gamma"):
             setattr(self, name, float(getattr(self, name)))
@@ -80,6 +109,7 @@ class TrainConfig:
     ddp_find_unused_parameters: bool = False
 
     def __post_init__(self) -> None:
+        check_field_types(self)
         # Hydra/OmegaConf hand nested configs over as mappings and tuples as lists.
         if isinstance(self.ema, Mapping):
             self.ema = EMAConfig(**dict(self.ema))
@@ -98,8 +128,7 @@ class TrainConfig:
             raise ValueError(f"lr must be > 0; got {self.lr}")
         if self.grad_clip < 0:
             raise ValueError(f"grad_clip must be >= 0 (0 disables); got {self.grad_clip}")
-        if not _DEVICE_PATTERN.match(str(self.device)):
-            raise ValueError(f"unknown device '{self.device}'; valid devices: auto, cpu, cuda, cuda:N")
+        check_device_name(self.device)
         if self.ddp_backend not in ("auto", "gloo", "nccl"):
             raise ValueError(f"unknown ddp_backend '{self.ddp_backend}'; valid backends: auto, gloo, nccl")
 

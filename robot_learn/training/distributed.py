@@ -11,6 +11,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from robot_learn.training.config import check_device
+
 
 @dataclass
 class DistContext:
@@ -60,8 +62,8 @@ def resolve_device(device: str, local_rank: int = 0) -> torch.device:
     """``auto`` -> ``cuda:<local_rank>`` when CUDA is available, else ``cpu``."""
     if device == "auto":
         return torch.device(f"cuda:{local_rank}") if torch.cuda.is_available() else torch.device("cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device '{device}' requested but CUDA is not available; valid devices here: auto, cpu")
+    if device.startswith("cuda"):
+        check_device(device)
     if device == "cuda":
         return torch.device(f"cuda:{local_rank}")
     return torch.device(device)

@@ -52,3 +52,31 @@ def test_unknown_keys_are_refused_naming_the_valid_keys():
 def test_bad_values_are_refused_naming_the_field(field, value, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**{field: value})
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"steps": "abc"}, "steps must be an integer, got 'abc'"),
+    ({"lr": "fast"}, "lr must be a number, got 'fast'"),
+    ({"resume": "no"}, "resume must be true or false, got 'no'"),
+    ({"ema": {"decay": "high"}}, "decay must be a number, got 'high'"),
+])
+def test_a_value_of_the_wrong_type_is_named_by_key(values, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**values)
+
+
+def test_a_device_this_machine_lacks_is_refused_naming_the_devices_it_has():
+    import torch
+
+    from robot_learn.training.config import check_device
+
+    assert check_device("cpu") == "cpu" and check_device("auto") == "auto"
+    with pytest.raises(ValueError, match=r"unknown device 'bogus'; valid devices: auto, cpu, cuda, cuda:N"):
+        check_device("bogus")
+    if torch.cuda.is_available():
+        with pytest.raises(ValueError, match=r"device 'cuda:99' does not exist; valid devices here: .*cuda:0"):
+            check_device("cuda:99")
+    else:
+        with pytest.raises(ValueError, match=r"device 'cuda' requested but CUDA is not available; valid devices "
+                                             r"here: auto, cpu"):
+            check_device("cuda")
