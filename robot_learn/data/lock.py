@@ -56,10 +56,16 @@ class WriterLock:
         key = os.path.realpath(root)
         with _registry:
             held = _held.get(key)
-            if held is None or held.pid != os.getpid():
-                held = _held[key] = _Held(_acquire(Path(root), wait), os.getpid())
-            else:
+            if held is not None and held.pid == os.getpid():
                 held.count += 1
+            else:
+                held = None
+        if held is None:
+            # Outside the registry lock: waiting for another process must not block
+            # this process's other stores from opening or closing.
+            fd = _acquire(Path(root), wait)
+            with _registry:
+                held = _held[key] = _Held(fd, os.getpid())
         self.mutex = held.mutex
         self._release = weakref.finalize(self, _release, key, held)
 

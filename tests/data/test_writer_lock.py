@@ -18,21 +18,24 @@ import pytest
 from episode_builders import make_meta, make_steps
 from robot_learn.data import EpisodeStore, StoreError
 
-HERE = Path(__file__).resolve().parent
-
-# Opens the store for appending, says so, then holds it for argv[2] seconds.
-HOLDER = f"""
+# Opens the store for appending, says so, holds it for argv[2] seconds, then (given
+# a marker path argv[3]) writes the marker, closes the store and lives on a while.
+HOLDER = """
 import sys, time
-sys.path.insert(0, {str(HERE)!r})
+from pathlib import Path
 from robot_learn.data import EpisodeStore
 store = EpisodeStore.open(sys.argv[1], mode="a")
 print("holding", flush=True)
 time.sleep(float(sys.argv[2]))
+if len(sys.argv) > 3:
+    Path(sys.argv[3]).write_text("released")
+    store.close()
+    time.sleep(60)
 """
 
 
-def hold(path: Path, seconds: float) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(seconds)],
+def hold(path: Path, seconds: float, *marker: Path) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(seconds), *map(str, marker)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip()
     assert line == "holding", proc.stderr.read()
@@ -80,12 +83,13 @@ def test_wait_with_a_time_limit_gives_up_with_a_clear_error(held_store):
     assert time.monotonic() - t0 >= 0.3
 
 
-def test_second_writer_waits_for_the_first_with_wait(small_store, store_path):
+def test_second_writer_waits_for_the_first_with_wait(small_store, store_path, tmp_path):
     small_store.close()
-    proc = hold(store_path, 1.0)
+    released = tmp_path / "released"
+    proc = hold(store_path, 1.0, released)
     try:
         with EpisodeStore.open(store_path, mode="a", wait=True) as store:
-            assert proc.poll() is not None  # it could only get the lock once the holder exited
+            assert released.exists()  # written just before the holder let go
             store.append_episode(make_steps(4, 10), make_meta(4))
     finally:
         proc.kill()
