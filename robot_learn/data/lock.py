@@ -7,9 +7,10 @@ which includes the holder being killed (kill -9), so a crashed writer never
 leaves a stale lock. The file stays; it only carries the holder's pid for the
 error message of the next writer.
 
-Within one process, stores opened for appending on the same path share one lock
-(`EpisodeStore.append_episode` re-reads the commit record, so they never
-overwrite each other's episodes). A forked child drops the share: opening the
+Within one process, stores opened for appending on the same path share one lock,
+and with it the extent of the last append (`EpisodeStore.append_episode`
+re-reads the store when another of them appended since, so they never overwrite
+each other's episodes). A forked child drops the share: opening the
 store for appending there asks the kernel again and finds the parent's lock.
 """
 
@@ -38,6 +39,9 @@ class _Held:
     count: int = 1
     # Serialises appends of the store objects sharing this lock (threads of one process).
     mutex: threading.RLock = field(default_factory=threading.RLock)
+    # (episodes, frames) after the last append through this lock: only this process
+    # can append, so a store object that sees other numbers here must re-read.
+    last_commit: tuple[int, int] | None = None
 
 
 _held: dict[str, _Held] = {}
@@ -67,7 +71,17 @@ class WriterLock:
             with _registry:
                 held = _held[key] = _Held(fd, os.getpid())
         self.mutex = held.mutex
+        self._held = held
         self._release = weakref.finalize(self, _release, key, held)
+
+    @property
+    def last_commit(self) -> tuple[int, int] | None:
+        """(episodes, frames) committed by the last append of any store sharing this lock."""
+        return self._held.last_commit
+
+    @last_commit.setter
+    def last_commit(self, value: tuple[int, int]) -> None:
+        self._held.last_commit = value
 
     def release(self) -> None:
         """Give up this hold (the lock itself goes when the last hold in the process does)."""

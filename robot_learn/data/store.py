@@ -258,10 +258,11 @@ class EpisodeStore:
             raise StoreError(f"store {str(self.path)!r} is {state}; open it with mode='a'")
         with self._lock.mutex:
             # Another store object of this process may have appended since (they share the lock).
-            on_disk = _commit.read_commit(self.path)
-            if (on_disk.num_episodes, on_disk.num_frames) != (self.num_episodes, self.num_frames):
+            if self._lock.last_commit not in (None, (self.num_episodes, self.num_frames)):
                 self.refresh()
-            return self._append(steps, meta)
+            index = self._append(steps, meta)
+            self._lock.last_commit = (self.num_episodes, self.num_frames)
+            return index
 
     def _append(self, steps: Mapping[str, Any], meta: Mapping[str, Any]) -> int:
         length, arrays, schema = validate_steps(steps, self._commit.schema)
