@@ -1,8 +1,8 @@
 """Episode store throughput: write and read rates, window-sampling rate against
 indexing the same arrays held as in-memory numpy, and the cost of integrity:
 `inspect --verify` in MB/s, the checks on open, and append throughput with chunk
-checksums against without (two stores filled side by side, appends interleaved;
-medians and a ratio with 95% bootstrap intervals).
+checksums against without (stores filled side by side, appends interleaved;
+medians and ratios with 95% bootstrap intervals).
 
     .venv/bin/python benchmarks/bench_store.py [--repeats 3] [--episodes 50] [--checksum-repeats 7]
 
@@ -21,7 +21,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -129,17 +129,24 @@ def rates(samplers: dict, seconds: float, repeats: int, batch: int) -> dict[str,
 
 
 @contextmanager
-def version1_chunks():
-    """New stores written as before chunk checksums: zstd without its content
-    checksum, all-zero chunks skipped (the codecs and config store.py reads)."""
+def chunk_settings(checksum: bool, empty_chunks: bool):
+    """New stores written with or without zstd's content checksum and with or without
+    all-zero chunks (the codecs and config store.py reads; version 1 had neither)."""
     saved = integrity.IMAGE_CODEC, integrity.LOWDIM_CODEC, integrity.ARRAY_CONFIG
-    integrity.IMAGE_CODEC = zarr.codecs.ZstdCodec(level=saved[0].level)
-    integrity.LOWDIM_CODEC = zarr.codecs.ZstdCodec(level=saved[1].level)
-    integrity.ARRAY_CONFIG = {"write_empty_chunks": False}
+    integrity.IMAGE_CODEC = zarr.codecs.ZstdCodec(level=saved[0].level, checksum=checksum)
+    integrity.LOWDIM_CODEC = zarr.codecs.ZstdCodec(level=saved[1].level, checksum=checksum)
+    integrity.ARRAY_CONFIG = {"write_empty_chunks": empty_chunks}
     try:
         yield
     finally:
         integrity.IMAGE_CODEC, integrity.LOWDIM_CODEC, integrity.ARRAY_CONFIG = saved
+
+
+# Arms of the append comparison: this version's writes, the same without the
+# checksum, and what format version 1 wrote.
+APPEND_ARMS = {"checksums (v2)": dict(checksum=True, empty_chunks=True),
+               "no checksum": dict(checksum=False, empty_chunks=True),
+               "version 1": dict(checksum=False, empty_chunks=False)}
 
 
 def median_ci(values: list[float], seed: int = 0) -> tuple[float, float, float]:
@@ -158,21 +165,22 @@ def ratio_ci(a: np.ndarray, b: np.ndarray, seed: int = 0) -> tuple[float, float,
 
 
 def bench_append_checksums(root: Path, episodes: list[dict], repeats: int) -> dict[str, np.ndarray]:
-    """Seconds of each append, [run, episode], with and without chunk checksums.
+    """Seconds of each append, [run, episode], for each of APPEND_ARMS.
 
-    Each run fills two stores side by side: episode i goes into one, then the
-    other, and which goes first alternates, so load from other processes hits
-    both alike. Creating the stores is not timed."""
-    arms = {"checksums": nullcontext, "no checksums": version1_chunks}
+    Each run fills one store per arm side by side: episode i goes into each in
+    turn, the order rotating from episode to episode, so load from other
+    processes hits every arm alike. Creating the stores is not timed."""
+    arms = list(APPEND_ARMS)
     seconds = {arm: np.zeros((repeats, len(episodes))) for arm in arms}
     for r in range(repeats):
         stores = {}
-        for arm, chunks in arms.items():
-            with chunks():
-                stores[arm] = EpisodeStore.create(root / f"append_{r}_{arm.replace(' ', '_')}.zarr")
+        for k, arm in enumerate(arms):
+            with chunk_settings(**APPEND_ARMS[arm]):
+                stores[arm] = EpisodeStore.create(root / f"append_{r}_{k}.zarr")
         for i, ep in enumerate(episodes):
-            for arm in (list(arms) if (i + r) % 2 == 0 else list(arms)[::-1]):
-                with arms[arm]():
+            shift = (i + r) % len(arms)
+            for arm in arms[shift:] + arms[:shift]:
+                with chunk_settings(**APPEND_ARMS[arm]):
                     t0 = time.perf_counter()
                     stores[arm].append_episode(ep, meta(i))
                     seconds[arm][r, i] = time.perf_counter() - t0
@@ -216,12 +224,14 @@ def print_integrity(name: str, verify: dict, seconds: dict[str, np.ndarray], fra
           f"chunk-presence check: {p:.1f} ms [{plo:.1f}, {phi:.1f}]")
     for arm, runs in seconds.items():
         t, tlo, thi = median_ci(list(runs.sum(axis=1)))
-        print(f"  append, {arm:<12}: {frames / t:8.0f} frames/s [95% CI {frames / thi:.0f}, {frames / tlo:.0f}]"
+        print(f"  append, {arm:<14}: {frames / t:8.0f} frames/s [95% CI {frames / thi:.0f}, {frames / tlo:.0f}]"
               f"  (median of {len(runs)} runs of {runs.shape[1]} appends)")
-    r, rlo, rhi = ratio_ci(seconds["checksums"].ravel(), seconds["no checksums"].ravel())
-    print(f"  append time with / without checksums: {r:.3f} [95% CI {rlo:.3f}, {rhi:.3f}] over "
-          f"{seconds['checksums'].size} paired appends -> {(r - 1) * 100:+.1f}% "
-          f"(goal < +5%: {'met' if rhi < 1.05 else 'not shown' if r < 1.05 else 'NOT met'})")
+    new = seconds["checksums (v2)"].ravel()
+    for other in ("no checksum", "version 1"):
+        r, rlo, rhi = ratio_ci(new, seconds[other].ravel())
+        print(f"  append time, checksums (v2) / {other}: {r:.3f} [95% CI {rlo:.3f}, {rhi:.3f}] over "
+              f"{new.size} paired appends -> {(r - 1) * 100:+.1f}% "
+              f"(goal < +5%: {'met' if rhi < 1.05 else 'not shown' if r < 1.05 else 'NOT met'})")
 
 
 def main() -> None:
@@ -230,7 +240,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=2.0, help="per sampling measurement")
     parser.add_argument("--checksum-repeats", type=int, default=7,
-                        help="runs of the append comparison (each fills a store with and one without checksums)")
+                        help="runs of the append comparison (each fills one store per arm)")
     parser.add_argument("--only-integrity", action="store_true",
                         help="skip the write/read table and window sampling")
     args = parser.parse_args()
@@ -243,7 +253,7 @@ def main() -> None:
     print(f"  low-dim dataset: {10 * args.episodes} episodes x {STEPS} steps, state {STATE}, "
           f"env_state 14, action {ACTION}")
     print(f"  sampling: batch {batch}, obs_horizon {to}, action_horizon {ta}, obs {obs_keys}")
-    print(f"  integrity: verify and open {args.repeats} runs each; append with / without checksums "
+    print(f"  integrity: verify and open {args.repeats} runs each; append arms {', '.join(APPEND_ARMS)}: "
           f"{args.checksum_repeats} runs, appends interleaved")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -44,7 +44,7 @@ def chunk_key(arr: zarr.Array, index: int) -> str:
     return arr.metadata.encode_chunk_key((index,) + (0,) * (arr.ndim - 1))
 
 
-def describe_chunk(root: Path, name: str, arr: zarr.Array, index: int) -> str:
+def describe_chunk(name: str, arr: zarr.Array, index: int) -> str:
     """E.g. "array 'data/action' chunk 3 (file data/action/c/3/0, frames 6144..8191)"."""
     rows, unit = arr.chunks[0], "frames" if name.startswith("data/") else "episodes"
     return (f"array {name!r} chunk {index} (file {name}/{chunk_key(arr, index)}, "
@@ -54,14 +54,22 @@ def describe_chunk(root: Path, name: str, arr: zarr.Array, index: int) -> str:
 def damaged(root: Path, what: str) -> DamagedStoreError:
     """The one-line error for damage found in the store at `root`."""
     return DamagedStoreError(f"store {str(root)!r} is damaged: {what}; "
-                      f"'robot-learn inspect {root} --verify' lists all damage")
+                             f"'robot-learn inspect {root} --verify' lists all damage")
+
+
+def chunk_files(root: Path, name: str, arr: zarr.Array, rows: int) -> list[str]:
+    """Paths of the chunk files holding rows [0, rows) of array `name`."""
+    # key(i) = head + str(i) + tail: formatting is ~3x faster than zarr's encoder,
+    # which matters for the per-chunk stat every open does.
+    first, second = chunk_key(arr, 0), chunk_key(arr, 1)
+    at = next(i for i, (a, b) in enumerate(zip(first, second)) if a != b)
+    head, tail = os.path.join(root, name, first[:at]), first[at + 1:]
+    return [f"{head}{i}{tail}" for i in range(math.ceil(rows / arr.chunks[0]))]
 
 
 def missing_chunks(root: Path, name: str, arr: zarr.Array, rows: int) -> list[int]:
     """Indices of the chunks holding rows [0, rows) whose file does not exist."""
-    base = os.path.join(root, name)
-    return [i for i in range(math.ceil(rows / arr.chunks[0]))
-            if not os.path.isfile(os.path.join(base, chunk_key(arr, i)))]
+    return [i for i, path in enumerate(chunk_files(root, name, arr, rows)) if not os.path.isfile(path)]
 
 
 def check_chunks_exist(root: Path, arrays: dict[str, tuple[zarr.Array, int]]) -> None:
@@ -70,7 +78,7 @@ def check_chunks_exist(root: Path, arrays: dict[str, tuple[zarr.Array, int]]) ->
         gone = missing_chunks(root, name, arr, rows)
         if gone:
             more = f" ({len(gone) - 1} more chunks of it are missing)" if len(gone) > 1 else ""
-            raise damaged(root, f"{describe_chunk(root, name, arr, gone[0])} is missing{more}")
+            raise damaged(root, f"{describe_chunk(name, arr, gone[0])} is missing{more}")
 
 
 def consistency_problem(num_episodes: int, num_frames: int, episode_ends: np.ndarray) -> str | None:
@@ -160,7 +168,7 @@ class CheckedArray:
             if bad is None:
                 raise
             index, error = bad
-            raise damaged(self._root, f"{describe_chunk(self._root, self._name, self._arr, index)} "
+            raise damaged(self._root, f"{describe_chunk(self._name, self._arr, index)} "
                                       f"does not decode ({_one_line(error)})") from exc
 
 
@@ -219,13 +227,13 @@ def verify(root: Path, arrays: dict[str, tuple[zarr.Array, int]], check_missing:
         report.arrays += 1
         n_chunks = math.ceil(rows / arr.chunks[0])
         report.chunks += n_chunks
-        gone = set(missing_chunks(root, name, arr, rows)) if check_missing else set()
-        report.problems += [f"{describe_chunk(root, name, arr, i)} is missing" for i in sorted(gone)]
-        report.damaged_arrays |= {name} if gone else set()
-        base = os.path.join(root, name)
-        report.disk_bytes += sum(os.path.getsize(os.path.join(base, chunk_key(arr, i)))
-                                 for i in range(n_chunks) if i not in gone
-                                 and os.path.isfile(os.path.join(base, chunk_key(arr, i))))
+        files = chunk_files(root, name, arr, rows)
+        present = [os.path.isfile(path) for path in files]
+        report.disk_bytes += sum(os.path.getsize(path) for path, ok in zip(files, present) if ok)
+        if check_missing and not all(present):
+            report.damaged_arrays.add(name)
+            report.problems += [f"{describe_chunk(name, arr, i)} is missing"
+                                for i, ok in enumerate(present) if not ok]
         row_bytes = max(1, int(np.prod(arr.shape[1:], dtype=np.int64)) * arr.dtype.itemsize)
         block = max(arr.chunks[0], _VERIFY_BLOCK_BYTES // row_bytes // arr.chunks[0] * arr.chunks[0])
         for lo in range(0, rows, block):
@@ -237,7 +245,7 @@ def verify(root: Path, arrays: dict[str, tuple[zarr.Array, int]], check_missing:
                     bad = first_bad_chunk(arr, i * arr.chunks[0], (i + 1) * arr.chunks[0])
                     if bad is not None:
                         report.damaged_arrays.add(name)
-                        report.problems.append(f"{describe_chunk(root, name, arr, i)} does not "
+                        report.problems.append(f"{describe_chunk(name, arr, i)} does not "
                                                f"decode ({_one_line(bad[1])})")
     report.seconds = time.perf_counter() - t0
     return report
