@@ -13,7 +13,7 @@ import numpy as np
 
 from robot_learn.hardware.bus import Motor, ServoBus
 from robot_learn.hardware.calibration import (
-    MotorCalibration, calibration_path, check_norm_mode, load_calibration, normalize,
+    MotorCalibration, calibration_path, check_norm_mode, check_robot_id, load_calibration, normalize,
     record_ranges_of_motion, save_calibration, unnormalize,
 )
 from robot_learn.hardware.cameras import CameraConfig, OpenCVCamera
@@ -54,6 +54,7 @@ class ArmConfig:
     hold_current: int = 40
 
     def __post_init__(self) -> None:
+        check_robot_id(self.robot_id)  # before any calibration is recorded for it
         if self.role not in ROLES:
             raise ValueError(f"unknown role {self.role!r}; valid roles: {', '.join(ROLES)}")
         if self.hold_joints and self.role != "leader":

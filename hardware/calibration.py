@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from robot_learn.hardware.errors import CalibrationError
 
 NORM_MODES = ("degrees", "m100_100", "0_100")
 _FIELDS = ("id", "drive_mode", "homing_offset", "range_min", "range_max")
+_ID_PATTERN = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,127}")
 
 
 def default_calibration_dir() -> Path:
@@ -34,10 +36,20 @@ def default_calibration_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "robot_learn" / "calibration"
 
 
+def check_robot_id(robot_id: str, what: str = "robot id") -> str:
+    """Return ``robot_id`` if it is a plain file name (letters, digits, ``_ - .``, not
+    starting with a dot); CalibrationError otherwise. It names the calibration file,
+    so ``../../x`` or ``a/b`` would write outside the calibration directory."""
+    if not _ID_PATTERN.fullmatch(str(robot_id)):
+        raise CalibrationError(f"invalid {what} {robot_id!r}: use letters, digits, '_', '-' and '.' "
+                               "(not first), e.g. 'left_arm'; it names the calibration file")
+    return str(robot_id)
+
+
 def calibration_path(calibration_dir: str | os.PathLike | None, robot_type: str, robot_id: str) -> Path:
-    """Where a robot's calibration lives."""
+    """Where a robot's calibration lives (always inside ``calibration_dir``)."""
     base = Path(calibration_dir) if calibration_dir is not None else default_calibration_dir()
-    return base / robot_type / f"{robot_id}.json"
+    return base / check_robot_id(robot_type, "robot type") / f"{check_robot_id(robot_id)}.json"
 
 
 @dataclass

@@ -7,6 +7,7 @@ from typing import Sequence
 from omegaconf import DictConfig
 
 from robot_learn.cli.hydra_app import run_hydra_app
+from robot_learn.cli.settings import setting
 
 
 def collect_app(cfg: DictConfig) -> int:
@@ -15,9 +16,11 @@ def collect_app(cfg: DictConfig) -> int:
     from robot_learn.cli.tasks import check_task
 
     summary = collect_demos(
-        check_task(cfg.task.name), int(cfg.episodes), cfg.out, noise=float(cfg.noise),
-        seed=int(cfg.seed), cameras=list(cfg.cameras or []), image_size=int(cfg.image_size),
-        max_steps=cfg.max_steps, keep_failures=bool(cfg.keep_failures), source=cfg.source,
+        check_task(cfg.task.name), setting(cfg, "episodes", int, minimum=1), cfg.out,
+        noise=setting(cfg, "noise", float, minimum=0), seed=setting(cfg, "seed", int, minimum=0),
+        cameras=list(cfg.cameras or []), image_size=setting(cfg, "image_size", int, minimum=1),
+        max_steps=setting(cfg, "max_steps", int, minimum=1, optional=True),
+        keep_failures=setting(cfg, "keep_failures", bool), source=cfg.source,
         wait=cfg.wait)
     print(f"collected {summary.attempted} episodes of '{cfg.task.name}': "
           f"{summary.successes} succeeded, {summary.stored} stored in {summary.path}")

@@ -9,6 +9,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from robot_learn.cli.hydra_app import run_hydra_app
+from robot_learn.cli.settings import device_setting, eval_settings
 
 
 def eval_app(cfg: DictConfig) -> int:
@@ -16,16 +17,17 @@ def eval_app(cfg: DictConfig) -> int:
     from robot_learn.cli.policy_dirs import load_policy_for_task, resolve_policy_dir
     from robot_learn.cli.tasks import check_task, video_cameras
     from robot_learn.evaluation import evaluate, write_report
+    from robot_learn.training.distributed import resolve_device
 
     task = check_task(cfg.task.name)
+    settings = eval_settings(cfg)
+    device = resolve_device(device_setting(cfg, "device"))  # "auto" -> cuda if there is one
     policy = load_policy_for_task(cfg.checkpoint, task, cameras=tuple(cfg.task.cameras),
                                   image_size=int(cfg.task.image_size),
-                                  expected_type=cfg.policy_type, device=cfg.device)
+                                  expected_type=cfg.policy_type, device=device)
     out_dir = Path(cfg.out_dir or HydraConfig.get().runtime.output_dir)
-    result = evaluate(policy, task, episodes=int(cfg.episodes), seed=int(cfg.seed),
-                      workers=int(cfg.workers), videos=int(cfg.videos), out_dir=out_dir,
-                      max_steps=cfg.max_steps, vectorization=cfg.vectorization,
-                      progress_bar=True, **video_cameras(task))
+    result = evaluate(policy, task, out_dir=out_dir, progress_bar=True, **settings.evaluate_kwargs(),
+                      **video_cameras(task))
     paths = write_report(result, out_dir, title=f"Evaluation of {cfg.checkpoint} on {task}",
                          extra={"checkpoint": str(resolve_policy_dir(cfg.checkpoint)),
                                 "policy": {"type": policy.name},

@@ -4,15 +4,16 @@ LeRobotDataset v3 (needs the lerobot venv, see docs/interop.md)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Sequence
+
+from robot_learn.cli.errors import OneLineArgumentParser, run_command
 
 PROG = "robot-learn export-lerobot"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Arguments of ``robot-learn export-lerobot``."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineArgumentParser(
         prog=PROG, description="Write an episode store as a LeRobotDataset v3, with the HITL "
         "fields (intervention, policy_action, source, round, ...) as extra features.")
     parser.add_argument("store", metavar="STORE", help="episode store to export")
@@ -32,16 +33,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     """Entry point for ``robot-learn export-lerobot``; exit 2 on bad input."""
-    args = build_parser().parse_args(list(argv))
-    from robot_learn.data import StoreError
-    from robot_learn.interop.lerobot_io import InteropError, export_lerobot
+    return run_command(PROG, _run, argv)
 
-    try:
-        summary = export_lerobot(args.store, args.out, repo_id=args.repo_id, fps=args.fps,
-                                 cameras=args.cameras, use_videos=not args.images,
-                                 vcodec=args.vcodec)
-    except (InteropError, StoreError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
+
+def _run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from robot_learn.interop.lerobot_io import export_lerobot
+
+    summary = export_lerobot(args.store, args.out, repo_id=args.repo_id, fps=args.fps,
+                             cameras=args.cameras, use_videos=not args.images,
+                             vcodec=args.vcodec)
     print(summary)
     return 0

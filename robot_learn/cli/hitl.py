@@ -14,6 +14,7 @@ from typing import Sequence
 from omegaconf import DictConfig
 
 from robot_learn.cli.hydra_app import run_hydra_app
+from robot_learn.cli.settings import setting
 from robot_learn.cli.train import instantiate_node
 
 
@@ -29,6 +30,11 @@ def hitl_app(cfg: DictConfig) -> int:
 
     torch.set_num_threads(1)
     task = check_task(cfg.task.name)
+    # Checked before the store is opened, so a bad value creates nothing.
+    episodes = setting(cfg, "episodes", int, minimum=1)
+    seed = setting(cfg, "seed", int, minimum=0)
+    round_index = setting(cfg, "round", int, minimum=0)
+    rate_hz = setting(cfg, "rate_hz", float, minimum=1e-3)
     policy = load_policy(cfg.policy_dir)
     condition = {ADVANTAGE_KEY: [1.0]} if ADVANTAGE_KEY in policy.obs_shapes else None
     robot = instantiate_node(cfg.robot, "robot")
@@ -36,11 +42,11 @@ def hitl_app(cfg: DictConfig) -> int:
     store = open_or_create(cfg.store)
     robot.connect()
     try:
-        session = HITLSession(robot, PolicyActor(policy, seed=int(cfg.seed), condition=condition), operator, store,
-                              task, rate_hz=float(cfg.rate_hz), max_steps=int(cfg.task.max_steps),
-                              round_index=int(cfg.round), policy_id=str(cfg.policy_dir), realtime=bool(cfg.realtime),
+        session = HITLSession(robot, PolicyActor(policy, seed=seed, condition=condition), operator, store,
+                              task, rate_hz=rate_hz, max_steps=int(cfg.task.max_steps),
+                              round_index=round_index, policy_id=str(cfg.policy_dir), realtime=bool(cfg.realtime),
                               log_path=Path(cfg.store).with_suffix(".sessions.jsonl"))
-        for ep in session.run(int(cfg.episodes), seed=int(cfg.seed)):
+        for ep in session.run(episodes, seed=seed):
             print(f"episode {ep.index} (seed {ep.seed}): {ep.steps} steps, success {ep.success}, "
                   f"{ep.source}, human {ep.human_s:.1f} s, takeovers {ep.takeovers}")
             if ep.paused:

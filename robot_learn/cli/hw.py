@@ -14,9 +14,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from robot_learn.cli.errors import OneLineArgumentParser, run_command
 from robot_learn.hardware import (
     JOINT_NAMES, ROBOTS, ChunkInterpolator, DynamixelBus, FeetechBus, RateLoop, SafetyConfig, ServoArm,
-    ServoBusError, find_port, list_ports, make_arm,
+    find_port, list_ports, make_arm,
 )
 from robot_learn.hardware.bus import Motor
 
@@ -37,7 +38,7 @@ def _make(args: argparse.Namespace, prefix: str = "", **kwargs: Any):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="robot-learn hw", description=__doc__)
+    parser = OneLineArgumentParser(prog="robot-learn hw", description=__doc__)
     parser.add_argument("--calibration-dir", default=None,
                         help="default: $ROBOT_LEARN_CALIBRATION_DIR or ~/.cache/robot_learn/calibration")
     parser.add_argument("--timeout-ms", type=float, default=20.0,
@@ -280,14 +281,7 @@ def main(argv: Sequence[str], input_fn: Callable[[str], str] = input) -> int:
 
     `input_fn` answers the operator prompts of `find-port` and `calibrate` (default:
     the terminal), so those flows can be scripted."""
-    args = _parser().parse_args(list(argv))
-    try:
-        return _run(args, input_fn)
-    except (ServoBusError, ValueError) as exc:
-        print(f"robot-learn hw {args.command}: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    return run_command("robot-learn hw", lambda args: _run(_parser().parse_args(args), input_fn), argv)
 
 
 __all__ = ["main", "SavedPolicyDriver", "JOINT_NAMES"]

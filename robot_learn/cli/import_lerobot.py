@@ -4,15 +4,16 @@ into an episode store (needs the lerobot venv, see docs/interop.md)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Sequence
+
+from robot_learn.cli.errors import OneLineArgumentParser, run_command
 
 PROG = "robot-learn import-lerobot"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Arguments of ``robot-learn import-lerobot``."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineArgumentParser(
         prog=PROG, description="Import a LeRobotDataset v3 (local root or Hub repo id) into an "
         "episode store; episodes whose video does not decode are skipped and counted.")
     parser.add_argument("dataset", metavar="ROOT_OR_REPO_ID",
@@ -31,15 +32,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     """Entry point for ``robot-learn import-lerobot``; exit 2 on bad input."""
-    args = build_parser().parse_args(list(argv))
-    from robot_learn.data import StoreError
-    from robot_learn.interop.lerobot_io import InteropError, import_lerobot
+    return run_command(PROG, _run, argv)
 
-    try:
-        summary = import_lerobot(args.dataset, args.out, cameras=args.cameras, fps=args.fps,
-                                 task=args.task, source=args.source)
-    except (InteropError, StoreError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
+
+def _run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from robot_learn.interop.lerobot_io import import_lerobot
+
+    summary = import_lerobot(args.dataset, args.out, cameras=args.cameras, fps=args.fps,
+                             task=args.task, source=args.source)
     print(summary)
     return 1 if summary.episodes == 0 else 0

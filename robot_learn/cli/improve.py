@@ -15,7 +15,8 @@ from typing import Any, Sequence
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from robot_learn.cli.hydra_app import CLIError, run_hydra_app
+from robot_learn.cli.errors import CLIError
+from robot_learn.cli.hydra_app import run_hydra_app
 from robot_learn.cli.train import check_store_fits_policy, ensure_demos, instantiate_node, policy_name_for_config
 
 

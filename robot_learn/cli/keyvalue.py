@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable, Mapping, Sequence
 
-from robot_learn.cli.hydra_app import CLIError
+from robot_learn.cli.errors import CLIError, run_command
 
 
 def parse_path_and_options(argv: Sequence[str], defaults: Mapping[str, Any],
@@ -30,7 +29,8 @@ def parse_path_and_options(argv: Sequence[str], defaults: Mapping[str, Any],
         if key == "path":
             continue
         if key not in defaults:
-            raise CLIError(f"unknown option '{key}'; valid options: {', '.join(defaults)}")
+            valid = f"valid options: {', '.join(defaults)}" if defaults else "this command takes no options"
+            raise CLIError(f"unknown option '{key}'; {valid} (usage: {usage})")
         kind = type(defaults[key]) if defaults[key] is not None else str
         try:
             options[key] = kind(value)
@@ -42,13 +42,13 @@ def parse_path_and_options(argv: Sequence[str], defaults: Mapping[str, Any],
 def run_simple(fn: Callable[..., int | None], argv: Sequence[str], defaults: Mapping[str, Any], usage: str,
                help_text: str, prog: str) -> int:
     """Parse ``argv`` and call ``fn(path, **options)``; errors exit 2 with one line."""
-    try:
-        parsed = parse_path_and_options(argv, defaults, usage)
+
+    def parse_and_run(args: list[str]) -> int:
+        parsed = parse_path_and_options(args, defaults, usage)
         if parsed is None:
             print(f"usage: {usage}\n\n{help_text}")
             return 0
         path, options = parsed
         return int(fn(path, **options) or 0)
-    except (CLIError, ValueError, FileNotFoundError) as err:
-        print(f"{prog}: error: {err}", file=sys.stderr)
-        return 2
+
+    return run_command(prog, parse_and_run, argv)

@@ -1,7 +1,9 @@
 """``robot-learn`` console entry point: dispatches the first argument to a subcommand.
 
 Subcommand modules are imported only when chosen, so ``robot-learn --help`` stays
-fast (no torch or MuJoCo import).
+fast (no torch or MuJoCo import). Errors follow one rule (see
+:mod:`robot_learn.cli.errors`): a user's mistake is one line and exit status 2;
+``--debug`` anywhere on the command line adds the traceback.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import importlib
 import sys
 from typing import Sequence
+
+from robot_learn.cli.errors import run_command, strip_debug_flag
 
 # name -> (module, one-line description); each module exposes ``main(argv) -> int``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -39,13 +43,14 @@ def usage() -> str:
     lines += ["", "Hydra commands (train, eval, collect) take key=value overrides, e.g.",
               "  robot-learn train task=stack policy=diffusion_state train=fast",
               "and '--help' / '--cfg job' like any Hydra app.",
+              "'--debug' anywhere on the command line shows the traceback of an error.",
               "Run 'robot-learn <command> --help' for a command's options."]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``robot-learn``; returns the process exit status."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = strip_debug_flag(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
         print(usage())
         return 0 if args else 2
@@ -54,8 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"robot-learn: unknown command '{name}'; valid commands: "
               f"{', '.join(SUBCOMMANDS)}", file=sys.stderr)
         return 2
-    module = importlib.import_module(SUBCOMMANDS[name][0])
-    return int(module.main(rest) or 0)
+    # Each subcommand applies the rule itself (tests call them directly); this is the
+    # backstop for anything raised outside it, e.g. while importing.
+    return run_command(f"robot-learn {name}",
+                       lambda a: importlib.import_module(SUBCOMMANDS[name][0]).main(a), rest)
 
 
 if __name__ == "__main__":

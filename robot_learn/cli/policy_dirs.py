@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from robot_learn.cli.hydra_app import CLIError
+from robot_learn.cli.errors import CLIError
 
 
 def resolve_policy_dir(path: str | Path) -> Path:

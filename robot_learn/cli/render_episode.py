@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from robot_learn.cli.hydra_app import CLIError
+from robot_learn.cli.errors import CLIError
 from robot_learn.cli.keyvalue import run_simple
 
 USAGE = "robot-learn render-episode PATH [episode=0] [out=episode.mp4] [camera=front|all] [fps=10]"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from robot_learn.cli.hydra_app import CLIError
+from robot_learn.cli.errors import CLIError
 
 
 def check_task(name: str) -> str:

@@ -18,7 +18,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from robot_learn.cli.frame_features import prepare_frame_features, view_stats
-from robot_learn.cli.hydra_app import CLIError, run_hydra_app
+from robot_learn.cli.errors import CLIError
+from robot_learn.cli.hydra_app import run_hydra_app
+from robot_learn.cli.settings import device_setting, eval_settings, setting
 
 
 def policy_name_for_config(config: Any) -> str:
@@ -86,6 +88,47 @@ def check_store_fits_policy(view: Any, policy_config: Any, path: str) -> None:
                            f"but the policy expects {shape}")
 
 
+def check_policy_size(name: str, config: Any) -> None:
+    """Refuse a policy too large for this machine before demos are collected
+    (``make_policy`` checks again, with the demos' vocabulary)."""
+    from robot_learn.policies import get_policy_class
+    from robot_learn.policies.config_checks import check_model_size
+
+    cls = get_policy_class(name)
+    try:
+        check_model_size(lambda c: cls(c, stats=None, instructions=["a placeholder instruction"]), config)
+    except ValueError as err:
+        raise CLIError(f"bad policy config: {err}") from None
+
+
+def check_resume(train_cfg: Any) -> int | None:
+    """The step a run resumes from (None: a fresh start); CLIError when ``train.steps``
+    is below it (the run would train nothing)."""
+    from robot_learn.training.checkpoint import check_resume_steps
+
+    if not train_cfg.resume:
+        return None
+    try:
+        return check_resume_steps(train_cfg.out_dir, train_cfg.steps, key="train.steps")
+    except ValueError as err:
+        raise CLIError(f"{err} (run_dir {train_cfg.out_dir})") from None
+
+
+def join_ranks(train_cfg: Any, run_dir: Path) -> Any:
+    """This process's place among torchrun's ranks (a single-process context outside
+    torchrun); CLIError when the ranks resolved different run dirs (a ``${now:...}``
+    that ticked between their starts)."""
+    from robot_learn.training.distributed import init_distributed
+
+    group = init_distributed(train_cfg.device, train_cfg.ddp_backend)
+    run_dirs = sorted(set(group.gather_objects(str(run_dir))))
+    if len(run_dirs) > 1:
+        group.close()
+        raise CLIError(f"the ranks resolved different run dirs ({', '.join(run_dirs)}); give run_dir=... "
+                       "explicitly when training with several processes")
+    return group
+
+
 def train_app(cfg: DictConfig) -> int:
     """Run the whole pipeline; see the module docstring."""
     import torch
@@ -102,22 +145,36 @@ def train_app(cfg: DictConfig) -> int:
     policy_choice = HydraConfig.get().runtime.choices.get("policy", "?")
     print(f"run dir: {run_dir}")
 
-    # 1. Demonstrations.
-    demos = ensure_demos(cfg, task)
-
-    # 2. Policy and sampler.
+    # 0. Every setting is checked before any work, so a typo costs nothing.
+    train_cfg = instantiate_node(cfg.train, "train", out_dir=str(run_dir))
+    device_setting(cfg, "train.device")
     policy_config = fit_policy_to_task(instantiate_node(cfg.policy, "policy"), task)
     policy_name = policy_name_for_config(policy_config)
+    check_policy_size(policy_name, policy_config)
+    final_eval = eval_settings(cfg, "eval.")
+    periodic_episodes = setting(cfg, "eval.periodic_episodes", int, minimum=1) if train_cfg.eval_every else 0
+    resume_from = check_resume(train_cfg)
+
+    # 1. Demonstrations. Under torchrun every rank runs this command: rank 0 collects
+    # missing demos while the others wait, so they are collected once.
+    group = join_ranks(train_cfg, run_dir)
+    if group.is_main:
+        demos = ensure_demos(cfg, task)
+    group.barrier()
+    if not group.is_main:
+        demos = ensure_demos(cfg, task)
+
+    # 2. Policy and sampler.
     check_store_fits_policy(demos, policy_config, cfg.data.path)
     # Pixel presets: a pretrained frame encoder, and its features cached in the store.
-    policy_config, encoder, derived = prepare_frame_features(policy_config, demos, task, cfg.data.path)
+    policy_config, encoder, derived = prepare_frame_features(policy_config, demos, task, cfg.data.path,
+                                                             device=str(cfg.train.device))
     stats = demos.store.stats([k for k in (*policy_config.state_dims, "action") if k not in derived])
     stats.update({k: view_stats(demos, v) for k, v in derived.items()})
     instructions = sorted({str(s) for s in demos.store.meta["instruction"]})
     policy = make_policy(policy_name, policy_config, stats, instructions=instructions)
     if encoder is not None:
         policy.frame_encoder.load_state_dict(encoder.state_dict())
-    train_cfg = instantiate_node(cfg.train, "train", out_dir=str(run_dir))
     if train_cfg.num_threads:
         torch.set_num_threads(train_cfg.num_threads)
     sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
@@ -128,25 +185,28 @@ def train_app(cfg: DictConfig) -> int:
           f"{demos.num_episodes} demos, obs {list(policy.obs_shapes)}")
 
     def periodic_eval(ema_policy: Any, step: int) -> dict[str, float]:
-        result = evaluate(ema_policy, task, episodes=int(cfg.eval.periodic_episodes),
-                          seed=int(cfg.eval.seed), workers=int(cfg.eval.workers), videos=0,
-                          max_steps=cfg.eval.max_steps, vectorization=cfg.eval.vectorization)
+        result = evaluate(ema_policy, task, **{**final_eval.evaluate_kwargs(), "episodes": periodic_episodes,
+                                               "videos": 0})
         s = result.summary
         return {"success_rate": s.success_rate, "mean_progress": s.mean_progress}
 
     # 3. Training.
-    print(f"[3/4] training {train_cfg.steps} steps, batch {train_cfg.batch_size}")
+    if resume_from is None:
+        print(f"[3/4] training {train_cfg.steps} steps, batch {train_cfg.batch_size}")
+    else:
+        print(f"[3/4] resuming from step {resume_from} of run_dir {run_dir}: training to step "
+              f"{train_cfg.steps}, batch {train_cfg.batch_size}")
     trainer = Trainer(policy, sampler, train_cfg,
                       evaluate_fn=periodic_eval if train_cfg.eval_every else None)
     fit = trainer.fit()
+    group.close()
+    if not group.is_main:
+        return 0  # rank 0 evaluates and writes the report
 
     # 4. Final evaluation of the EMA policy on held-out seeds, and the report.
-    print(f"[4/4] evaluating the EMA policy on {cfg.eval.episodes} held-out episodes")
-    result = evaluate(trainer.ema_policy, task, episodes=int(cfg.eval.episodes),
-                      seed=int(cfg.eval.seed), workers=int(cfg.eval.workers),
-                      videos=int(cfg.eval.videos), out_dir=run_dir, max_steps=cfg.eval.max_steps,
-                      vectorization=cfg.eval.vectorization, progress_bar=True,
-                      **video_cameras(task))
+    print(f"[4/4] evaluating the EMA policy on {final_eval.episodes} held-out episodes")
+    result = evaluate(trainer.ema_policy, task, out_dir=run_dir, progress_bar=True,
+                      **final_eval.evaluate_kwargs(), **video_cameras(task))
     paths = write_report(result, run_dir, title=f"robot-learn train: {task}, {policy_choice}", extra={
         "policy": {"type": policy_name, "preset": policy_choice, "parameters": n_params,
                    "dir": fit["final_policy_dir"]},

@@ -90,15 +90,26 @@ class HITLSession:
 
     # ----- many episodes -----------------------------------------------------------
     def committed(self) -> int:
-        """Episodes of this round already in the store (a resumed session skips them)."""
+        """Episodes of this round, task and policy already in the store (a resumed session
+        skips them). Another policy's episodes in the same round and task are a
+        ValueError: resuming on them would silently run too few episodes."""
         if self.store.num_episodes == 0:
             return 0
-        return self.store.view(round=self.round, source=["rollout", "intervention"],
-                               task=self.task).num_episodes
+        view = self.store.view(round=self.round, source=["rollout", "intervention"], task=self.task)
+        policies = [str(p) for p in np.asarray(self.store.meta["policy_id"])[view.episodes]]
+        others = sorted(set(policies) - {self.policy_id})
+        if others:
+            raise ValueError(
+                f"store {getattr(self.store, 'path', '')} already holds round {self.round} '{self.task}' episodes "
+                f"of another policy ({', '.join(map(repr, others))}), not of this session's policy "
+                f"{self.policy_id!r}; give this policy its own round (round=...) or store")
+        return len(policies)
 
     def run(self, episodes: int, seed: int = 0) -> list[EpisodeSummary]:
         """Run until the round holds ``episodes`` episodes (seeds ``seed + i``); stops early,
         with ``self.paused`` set, when the operator's device disconnects."""
+        if episodes < 1:
+            raise ValueError(f"episodes must be >= 1, got {episodes}")
         done = []
         for i in range(self.committed(), episodes):
             summary = self.run_episode(seed + i)

@@ -196,7 +196,46 @@ def load_trainer_state(ckpt_dir: str | os.PathLike) -> dict[str, Any]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # unpickling/zip errors come in many types
-        raise CheckpointError(f"checkpoint file is corrupt or unreadable: {path} ({type(exc).__name__}: {exc})") from exc
+        # Only the first line: torch's weights-only unpickling errors run to paragraphs.
+        reason = (str(exc).strip().splitlines() or [""])[0]
+        raise CheckpointError(f"checkpoint file is corrupt or unreadable: {path} ({type(exc).__name__}: {reason}); "
+                              "resuming needs an intact checkpoint, or start a fresh run in another directory") from exc
     if not isinstance(state, dict) or "step" not in state:
         raise CheckpointError(f"checkpoint file is corrupt: {path} holds no trainer state (no 'step' entry)")
     return state
+
+
+def checkpoint_step(ckpt_dir: str | os.PathLike) -> int:
+    """The step of a checkpoint dir, from its name (``step_0001000`` -> 1000)."""
+    match = _STEP_DIR.match(Path(ckpt_dir).name)
+    if match is None:
+        raise CheckpointError(f"{ckpt_dir} is not a checkpoint dir (expected a name like 'step_0001000')")
+    return int(match.group(1))
+
+
+def check_resume_steps(out_dir: str | os.PathLike, steps: int, key: str = "steps") -> int | None:
+    """The step a run in ``out_dir`` would resume from (None: no checkpoint, a fresh start).
+
+    A target ``steps`` below that step would train nothing, silently: ValueError
+    naming ``key``. Reads only the checkpoint's name, so it is cheap to call before
+    any work starts.
+    """
+    ckpt = find_latest_checkpoint(out_dir)
+    if ckpt is None:
+        return None
+    step = checkpoint_step(ckpt)
+    if steps < step:
+        raise ValueError(f"{key}={steps} is below the step of the checkpoint this run resumes from (step {step}, "
+                         f"{ckpt}), so nothing would be trained; set {key} above {step} to train on, or start a "
+                         f"fresh run in another directory")
+    return step
+
+
+def config_differences(saved: Any, current: Any) -> list[str]:
+    """``"name: saved X, now Y"`` for each field where two config dataclasses differ."""
+    import dataclasses
+
+    if type(saved) is not type(current):
+        return [f"policy config: saved {type(saved).__name__}, now {type(current).__name__}"]
+    old, new = dataclasses.asdict(saved), dataclasses.asdict(current)
+    return [f"{k}: saved {old[k]!r}, now {new[k]!r}" for k in old if old[k] != new.get(k)]

@@ -30,6 +30,8 @@ from robot_learn.training.checkpoint import (
     POLICY_DIRNAME,
     STATE_FILENAME,
     CheckpointError,
+    check_resume_steps,
+    config_differences,
     decode_state,
     encode_state,
     find_latest_checkpoint,
@@ -345,10 +347,12 @@ class Trainer:
         if self.dist.is_main:
             remove_partial_checkpoints(self.out_dir / CHECKPOINT_DIRNAME)
         self.dist.barrier()
-        ckpt = find_latest_checkpoint(self.out_dir)
-        if ckpt is None:
+        if check_resume_steps(self.out_dir, self.cfg.steps) is None:
             return False
+        ckpt = find_latest_checkpoint(self.out_dir)
         self.load_checkpoint(ckpt)
+        if self.dist.is_main:
+            print(f"resumed from step {self.step} (run_dir {self.out_dir}, checkpoint {ckpt.name})", flush=True)
         return True
 
     def load_checkpoint(self, ckpt_dir: str | os.PathLike) -> None:
@@ -388,10 +392,17 @@ class Trainer:
             raise CheckpointError(f"checkpoint directory missing: {policy_dir}")
         try:
             loaded = load_policy(policy_dir)
-            module.load_state_dict(loaded.state_dict())
-        except CheckpointError:
-            raise
         except Exception as exc:
+            raise CheckpointError(f"checkpoint weights in {policy_dir} are corrupt or unreadable "
+                                  f"({type(exc).__name__}: {exc})") from exc
+        try:
+            module.load_state_dict(loaded.state_dict())
+        except Exception as exc:
+            changed = config_differences(loaded.config, module.config)
+            if changed:
+                raise CheckpointError(
+                    f"the checkpoint in {policy_dir} was saved with other policy settings ({'; '.join(changed)}); "
+                    "resuming needs the same settings, or start a fresh run in another directory") from exc
             raise CheckpointError(
                 f"checkpoint weights in {policy_dir} are corrupt or do not fit this policy "
                 f"({type(exc).__name__}: {exc})"

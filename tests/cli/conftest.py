@@ -35,3 +35,23 @@ def run_cli(tmp_path):
                               capture_output=True, text=True, timeout=timeout)
 
     return run
+
+
+@pytest.fixture
+def user_error(tmp_path, monkeypatch, capsys):
+    """``user_error(*args)`` runs ``robot-learn ARGS`` in this process, in ``tmp_path``, and
+    checks the CLI rule for a user's mistake: exit status 2, exactly one line on stderr,
+    no traceback. Returns that line."""
+    from robot_learn.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> str:
+        code = main(list(args))
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert "Traceback" not in err
+        assert err.endswith("\n") and err.count("\n") == 1, err
+        return err.rstrip("\n")
+
+    return run
