@@ -1,4 +1,4 @@
-"""The same Trainer under ``torchrun --nproc_per_node=2`` (gloo, CPU): ranks stay in sync and learn."""
+"""The same Trainer under torchrun with two ranks (gloo, CPU): ranks stay in sync and learn."""
 
 import csv
 import subprocess
@@ -14,7 +14,8 @@ SCRIPT = Path(__file__).with_name("train_tiny.py")
 
 
 def _torchrun(store, out_dir, steps, *extra):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+    # The project's launcher: torchrun with its rendezvous on 127.0.0.1 only.
+    cmd = [sys.executable, "-m", "robot_learn.training.launch", "--nproc_per_node=2",
            str(SCRIPT), str(store), str(out_dir), "--steps", str(steps), *extra]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=180, env={**_env(), "OMP_NUM_THREADS": "1"})
 
