@@ -117,7 +117,9 @@ class EpisodeStore:
         Decided under the writer lock, so two processes starting together on a new
         path never both create it. `wait` as in `open`."""
         root = Path(path)
-        if not (root / _commit.COMMIT_FILE).exists():
+        # A lock file without a commit record is another writer creating the store right
+        # now: wait for it below instead of calling the path non-empty.
+        if not (root / _commit.COMMIT_FILE).exists() and not (root / LOCK_FILE).exists():
             _check_creatable(root)
         lock = _lock_dir(root, wait)
         try:
