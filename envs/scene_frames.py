@@ -8,9 +8,11 @@ set mixes two kinds of frame:
   grasp centre, yaw and gripper opening) anywhere above the table, so the encoder
   sees the arm everywhere it can be and learns not to confuse it with an object; a
   ``near_object`` fraction of them just around the object to move instead, where a
-  grasp needs the most precision and the wrist camera sees the object large;
+  grasp needs the most precision and the wrist camera sees the object large; a
+  ``held`` fraction with the object to move held in the closed gripper, anywhere
+  above the table; and a ``placed`` fraction with it already where the task puts it;
 - **expert steps**: every ``every``-th step of noisy expert episodes, which cover
-  what resets cannot (an object in the gripper, an object in the bin).
+  what resets cannot (an object being grasped, lifted, released).
 
 Each frame carries the observation a policy gets (cameras, ``state``,
 ``instruction``) and ``TabletopEnv.scene_labels()``, which no policy reads.
@@ -28,6 +30,7 @@ from . import arm
 from .base_env import SCENE_LABELS
 from .registry import make_env, make_expert, task_spec
 from .rendering import CameraRenderer, check_cameras
+from .task_base import quat_of_yaw
 
 # Bumped whenever the frames this module renders change, so encoders pretrained on the
 # old frames are not reused for the new ones.
@@ -38,6 +41,9 @@ ARM_LOW = np.array([0.04, -0.26, 0.02])
 ARM_HIGH = np.array([0.36, 0.26, 0.20])
 NEAR_OBJECT_XY_SD = 0.03
 NEAR_OBJECT_Z = (0.015, 0.12)
+# Held frames: the object's offset from the grasp centre (metres, degrees of yaw).
+HELD_XY_SD = 0.004
+HELD_YAW_SD = 8.0
 
 
 @dataclass
@@ -59,10 +65,11 @@ class SceneFrames:
 def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int = 0, *,
                         cameras: Sequence[str] = ("front", "wrist"), image_size: int = 96,
                         seed: int = 0, noise: float = 1.0, every: int = 3, near_object: float = 0.0,
-                        progress_bar: bool = False) -> SceneFrames:
-    """Render ``resets`` reset frames (a ``near_object`` fraction of them with the arm
-    around the object to move) and the frames of ``expert_episodes`` expert episodes
-    per task (every ``every``-th step), tasks taking turns.
+                        held: float = 0.0, placed: float = 0.0, progress_bar: bool = False) -> SceneFrames:
+    """Render ``resets`` reset frames (``near_object``, ``held`` and ``placed`` fractions
+    of them with the arm around the object to move, holding it, or with the object
+    where the task puts it) and the frames of ``expert_episodes`` expert episodes per
+    task (every ``every``-th step), tasks taking turns.
 
     Seeds start at ``seed`` and never meet the demo seeds (0, 1, ...) or the evaluation
     seeds (from 1,000,000) when ``seed`` is left at its default of 0: resets use
@@ -74,6 +81,10 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
     if resets < 0 or expert_episodes < 0 or every < 1:
         raise ValueError(f"resets and expert_episodes must be >= 0 and every >= 1, got {resets}, "
                          f"{expert_episodes}, {every}")
+    fractions = {"near_object": near_object, "held": held, "placed": placed}
+    if min(fractions.values()) < 0 or sum(fractions.values()) > 1:
+        raise ValueError(f"near_object, held and placed are fractions of the resets: each >= 0 and together "
+                         f"<= 1, got {fractions}")
     tasks = [task_spec(t).name for t in tasks]  # ValueError lists the valid tasks
     envs = {t: make_env(t, cameras=(), max_steps=None) for t in tasks}
     renderers = {t: CameraRenderer(env.model, image_size, image_size) for t, env in envs.items()}
@@ -99,7 +110,7 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
             t = tasks[i % len(tasks)]
             env = envs[t]
             env.reset(seed=2_000_000 + seed + i)
-            _pose_arm(env, rng, near_object)
+            _pose_scene(env, rng, near_object, held, placed)
             record(t)
             bar.update()
         for i in range(expert_episodes * len(tasks)):
@@ -124,19 +135,46 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
                        instruction=rows["instruction"], task=rows["task"])
 
 
-def _pose_arm(env, rng: np.random.Generator, near_object: float) -> None:
-    """Put the arm at a random top-down pose, anywhere or (with probability
-    ``near_object``) just around the object to move (kinematics only: no physics step)."""
-    # (No draw at all when near_object is 0, so such frames match the first version's.)
-    if near_object <= 0 or rng.random() < 1.0 - near_object:
-        x, y, z = rng.uniform(ARM_LOW, ARM_HIGH)
-    else:
+def _pose_scene(env, rng: np.random.Generator, near_object: float, held: float, placed: float) -> None:
+    """Put the arm at a random top-down pose (kinematics only: no physics step):
+    anywhere, just around the object to move (probability ``near_object``), holding it
+    (``held``), or anywhere with the object where the task puts it (``placed``)."""
+    # (No draw at all when every fraction is 0, so such frames match the first version's.)
+    mode = "anywhere"
+    if near_object + held + placed > 0:
+        u = rng.random() - (1.0 - near_object - held - placed)
+        mode = ("anywhere" if u < 0 else "near" if u < near_object else
+                "held" if u < near_object + held else "placed")
+    if mode == "near":
         centre = env.object_pose("move")[0]
         x, y = centre[:2] + rng.normal(0.0, NEAR_OBJECT_XY_SD, 2)
         z = centre[2] + rng.uniform(*NEAR_OBJECT_Z)
-    joints = arm.top_down_ik(x, y, z, rng.uniform(-np.pi, np.pi))
-    grip = arm.gripper_target(rng.uniform(0.0, 1.0))
+    else:
+        x, y, z = rng.uniform(ARM_LOW, ARM_HIGH)
+    yaw = rng.uniform(-np.pi, np.pi)
+    kind = env.task.move_kind
+    if mode == "held":
+        z = max(z, kind.rest_z + kind.grasp_dz + 0.01)
+        grip = min(arm.GRIPPER_OPEN, float(env.model.geom_size[env.layout.role_geoms["move"][0]][0]))
+    else:
+        grip = arm.gripper_target(rng.uniform(0.0, 1.0))
+    joints = arm.top_down_ik(x, y, z, yaw)
     env.data.qpos[env.layout.arm_qpos] = np.append(joints, grip)
     env.data.qpos[env.model.joint("gripper_mirror").qposadr[0]] = grip
     env.data.ctrl[:] = np.append(joints, grip)
+    mujoco.mj_forward(env.model, env.data)
+    if mode == "held":  # between the fingers where the arm really is (the IK clamps to its reach)
+        tcp, tcp_yaw = env.tcp_pose()
+        offset = np.append(rng.normal(0.0, HELD_XY_SD, 2), -kind.grasp_dz)
+        _set_object(env, tcp + offset, tcp_yaw + rng.normal(0.0, np.radians(HELD_YAW_SD)))
+    elif mode == "placed":
+        goal = env.task.move_goal(env) + np.append(rng.normal(0.0, 0.005, 2), 0.0)
+        _set_object(env, goal, env.task.goal_yaw(env) + rng.normal(0.0, np.radians(HELD_YAW_SD)))
+
+
+def _set_object(env, position: np.ndarray, yaw: float) -> None:
+    """Move the object to move (a free body) to ``position`` and ``yaw``."""
+    a = env.layout.free_qpos["move"]
+    env.data.qpos[a:a + 3] = position
+    env.data.qpos[a + 3:a + 7] = quat_of_yaw(yaw)
     mujoco.mj_forward(env.model, env.data)

@@ -96,7 +96,8 @@ def ensure_frame_encoder(policy_config: Any, task: str, root: Path, device: Any 
     t0 = time.perf_counter()
     frames = render_scene_frames(tasks, pretrain.resets, pretrain.expert_episodes, cameras=encoder_config.cameras,
                                  image_size=encoder_config.image_size, seed=pretrain.seed, noise=pretrain.noise,
-                                 every=pretrain.every, near_object=pretrain.near_object, progress_bar=True)
+                                 every=pretrain.every, near_object=pretrain.near_object, held=pretrain.held,
+                                 placed=pretrain.placed, progress_bar=True)
     render_s = time.perf_counter() - t0
     encoder, metrics = pretrain_frame_encoder(
         frames.images, frames.labels if encoder_config.signal == "privileged" else None, frames.instruction,

@@ -90,6 +90,10 @@ class FramePretrainConfig:
     # Fraction of reset frames with the arm around the object to move. 0.5 did not help on
     # bin_place (42% and 36% against 68% without; docs/benchmarks.md), so it is off.
     near_object: float = 0.0
+    # Fractions of reset frames with the object to move held in the gripper, and with it
+    # already where the task puts it (envs/scene_frames.py).
+    held: float = 0.0
+    placed: float = 0.0
     steps: int = 2000
     batch_size: int = 64
     lr: float = 2e-3

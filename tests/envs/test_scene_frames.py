@@ -1,0 +1,36 @@
+"""Rendered pretraining scenes (``render_scene_frames``): what each kind of reset frame shows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs.base_env import SCENE_LABELS
+from envs.scene import CUBE_HALF
+from envs.scene_frames import render_scene_frames
+
+L = {name: i for i, name in enumerate(SCENE_LABELS)}
+MOVE, TCP = [L["move_x"], L["move_y"], L["move_z"]], [L["tcp_x"], L["tcp_y"], L["tcp_z"]]
+
+
+def test_held_frames_put_the_object_between_closed_fingers_above_the_table():
+    frames = render_scene_frames(["bin_place"], 12, cameras=("wrist",), image_size=32, held=1.0)
+    labels = frames.labels
+    offset = np.linalg.norm(labels[:, MOVE][:, :2] - labels[:, TCP][:, :2], axis=1)
+    assert np.all(offset < 0.02), offset  # beside the grasp centre, wherever the IK put the arm
+    assert np.all(labels[:, L["move_z"]] > CUBE_HALF + 0.005)  # lifted off the table
+    assert np.allclose(labels[:, L["gripper"]], labels[0, L["gripper"]]) and labels[0, L["gripper"]] > 0.3
+    assert frames.images["wrist"].shape == (12, 32, 32, 3)
+
+
+def test_placed_frames_put_the_object_where_the_task_wants_it():
+    frames = render_scene_frames(["bin_place"], 12, cameras=("front",), image_size=32, placed=1.0)
+    target_xy = frames.labels[:, [L["target_x"], L["target_y"]]]
+    move_xy = frames.labels[:, [L["move_x"], L["move_y"]]]
+    assert np.all(np.linalg.norm(move_xy - target_xy, axis=1) < 0.03)  # inside the bin
+
+
+@pytest.mark.parametrize("fractions", [{"held": -0.1}, {"held": 0.6, "placed": 0.5}])
+def test_fractions_outside_zero_to_one_are_refused_naming_them(fractions):
+    with pytest.raises(ValueError, match="near_object, held and placed"):
+        render_scene_frames(["stack"], 1, cameras=("front",), image_size=24, **fractions)
