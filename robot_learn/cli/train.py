@@ -166,9 +166,17 @@ def train_app(cfg: DictConfig) -> int:
 
     # 2. Policy and sampler.
     check_store_fits_policy(demos, policy_config, cfg.data.path)
-    # Pixel presets: a pretrained frame encoder, and its features cached in the store.
-    policy_config, encoder, derived = prepare_frame_features(policy_config, demos, task, cfg.data.path,
-                                                             device=str(cfg.train.device))
+    # Pixel presets: a pretrained frame encoder, and its features cached in the store;
+    # rank 0 pretrains and caches, the other ranks then load both.
+    def frame_features() -> tuple[Any, Any, dict]:
+        return prepare_frame_features(policy_config, demos, task, cfg.data.path, device=str(cfg.train.device))
+
+    if group.is_main:
+        prepared = frame_features()
+    group.barrier()
+    if not group.is_main:
+        prepared = frame_features()
+    policy_config, encoder, derived = prepared
     stats = demos.store.stats([k for k in (*policy_config.state_dims, "action") if k not in derived])
     stats.update({k: view_stats(demos, v) for k, v in derived.items()})
     instructions = sorted({str(s) for s in demos.store.meta["instruction"]})

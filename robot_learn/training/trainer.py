@@ -239,6 +239,7 @@ class Trainer:
             "lr": self.lr_scheduler.get_last_lr()[0],
             "samples_per_s": steps_run * cfg.batch_size * self.dist.world_size / max(run_time, 1e-9),
             "time": self._elapsed_before + run_time,
+            "world_size": self.dist.world_size,
             "final_policy_dir": str(final_dir),
             **self._last_eval,
         }
