@@ -28,10 +28,10 @@ demo: $(STAMP)
 test: test-main test-lerobot test-bench
 
 test-main: $(STAMP)
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra --durations=30 -n 2 --dist loadfile
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -ra -m "not slow"
+	$(BIN)/python -m pytest -q -ra -m "not slow" -n 2 --dist loadfile
 
 # Side-by-side benchmarks (results are recorded in docs/benchmarks.md).
 bench: $(STAMP)
