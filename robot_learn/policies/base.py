@@ -75,7 +75,8 @@ class Policy(nn.Module, ABC):
         """
         encoder = self.frame_encoder
         shapes: dict[str, tuple[int, ...]] = {key: (dim,) for key, dim in self.config.state_dims.items()
-                                              if encoder is None or key != FEATURES_KEY}
+                                              if (encoder is None or key != FEATURES_KEY)
+                                              and key not in self.conditions}
         for camera in self.config.camera_names:
             shapes[f"images/{camera}"] = (self.config.image_size, self.config.image_size, 3)
         if encoder is not None:  # the encoder's features come from its cameras
@@ -84,12 +85,21 @@ class Policy(nn.Module, ABC):
         return shapes
 
     @property
+    def conditions(self) -> dict[str, float]:
+        """Conditioning inputs the policy declares (config ``conditions``: key -> deployed
+        value, e.g. RECAP's ``{"advantage": 1.0}``). No robot observes them: training
+        batches carry labels, and :meth:`select_action` fills in the deployed value."""
+        return dict(getattr(self.config, "conditions", None) or {})
+
+    @property
     def training_obs_keys(self) -> tuple[str, ...]:
         """Keys a training sampler must provide: the low-dim keys (with a frame encoder,
         its cached ``features`` instead of its cameras), the cameras the policy encodes
         itself, and any key the loss alone reads (e.g. privileged labels). Inference
-        needs only ``obs_shapes``."""
-        return (*self.config.state_dims, *(f"images/{c}" for c in self.config.camera_names))
+        needs only ``obs_shapes``. Conditioning inputs are not among them: a
+        conditioning sampler adds their labels."""
+        return (*(k for k in self.config.state_dims if k not in self.conditions),
+                *(f"images/{c}" for c in self.config.camera_names))
 
     def with_frame_features(self, obs: Obs) -> Obs:
         """``obs`` plus ``features`` ``[B, To, D]`` from the frozen frame encoder, unless the
@@ -150,7 +160,7 @@ class Policy(nn.Module, ABC):
         ``execute_horizon`` actions of a freshly predicted chunk, starting at the
         current step. Numpy inputs are converted with ``to_torch``.
         """
-        self._push_observation(to_torch(obs, self.device))
+        self._push_observation(to_torch(self._with_conditions(obs), self.device))
         if not self._action_queue:
             chunk = self.predict_action_chunk(self._stacked_history(), generator=generator)
             start = self.obs_horizon - 1
@@ -183,9 +193,18 @@ class Policy(nn.Module, ABC):
         return obs
 
     # --- helpers for select_action -----------------------------------------------
+    def _with_conditions(self, obs: Obs) -> Obs:
+        """``obs`` plus each declared condition at its deployed value (unless given)."""
+        missing = {k: v for k, v in self.conditions.items() if k not in obs}
+        if not missing:
+            return obs
+        leaf = next(next(iter(v.values())) if isinstance(v, Mapping) else v
+                    for k, v in obs.items() if k != "instruction")
+        return {**obs, **{k: torch.full((len(leaf), 1), v) for k, v in missing.items()}}
+
     def _push_observation(self, obs: Obs) -> None:
         instruction = obs.get("instruction")
-        needed = set(self.obs_shapes)
+        needed = set(self.obs_shapes) | set(self.conditions)
         # Keep only what the policy reads (an env may also return cameras a state policy ignores).
         leaves = {key: value for key, value in _flatten_tensors(obs) if "/".join(key) in needed}
         missing = sorted(needed - {"/".join(key) for key in leaves})

@@ -82,6 +82,9 @@ class DiffusionConfig:
     # as dicts; empty: none). Its output is the low-dim key "features", added to state_dims.
     frame_encoder: dict[str, Any] = field(default_factory=dict)
     frame_pretraining: dict[str, Any] = field(default_factory=dict)
+    # conditioning inputs (key of state_dims -> the value it takes when deployed), e.g.
+    # RECAP's {"advantage": 1.0}: trained from labels, never observed by a robot.
+    conditions: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_field_types(self)
@@ -92,6 +95,7 @@ class DiffusionConfig:
         self.vision_channels = [int(v) for v in self.vision_channels]
         self.vocab = [str(w) for w in self.vocab]
         self.down_dims = [int(v) for v in self.down_dims]
+        self.conditions = {str(k): float(v) for k, v in dict(self.conditions).items()}
         apply_frame_encoder_settings(self)
         self.validate()
 
@@ -103,6 +107,9 @@ class DiffusionConfig:
         check_choice("text_encoder", self.text_encoder, TEXT_ENCODERS)
         check_choice("vision_pool", self.vision_pool, VISION_POOLS)
         check_observes_something(self)
+        unknown = [k for k in self.conditions if k not in self.state_dims]
+        if unknown:
+            raise ValueError(f"conditions {unknown} are not low-dim inputs; state_dims: {', '.join(self.state_dims)}")
         check_at_least(self, ("action_dim", "obs_horizon", "action_horizon", "execute_horizon", "num_train_timesteps",
                               "num_inference_steps"), 1)
         check_execution_fits_chunk(self)
