@@ -119,10 +119,10 @@ def bench_decode(args: argparse.Namespace) -> None:
 
 
 def train_multitask(args: argparse.Namespace) -> None:
-    from robot_learn.cli.demos import collect_multitask_demos
     from robot_learn.data import EpisodeStore, WindowSampler
     from robot_learn.envs import TASK_NAMES
-    from robot_learn.training import TrainConfig, Trainer
+    from robot_learn.envs.demos import collect_multitask_demos
+    from robot_learn.training import TrainConfig, Trainer, build_policy_for_view
 
     torch.set_num_threads(args.threads)
     if args.obs in ("state", "objects"):  # proprioception + privileged object state + instruction, no cameras
@@ -149,9 +149,8 @@ def train_multitask(args: argparse.Namespace) -> None:
                                 obs_keys=("state", "env_state", *(["objects"] if args.obs == "objects" else [])))
     store = EpisodeStore.open(store_path, mode="r")
     demos = store.view(success=True)
-    stats = store.stats([*config.state_dims, "action"])
-    instructions = sorted({str(s) for s in store.meta["instruction"]})
-    policy = make_policy(args.policy, config, stats, instructions=instructions)
+    instructions = sorted({str(s) for s in demos.meta["instruction"]})
+    policy = build_policy_for_view(config, demos, name=args.policy)
     # With the grounding loss the sampler also reads env_state (its role labels).
     sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=0)

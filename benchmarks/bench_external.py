@@ -79,12 +79,12 @@ def render_cost(size: int = 96, frames: int = 50) -> dict:
 
 def train_and_evaluate(task: str, args: argparse.Namespace, workdir: Path) -> dict:
     """Collect ``args.demos`` expert demos, train the diffusion state policy, evaluate it."""
-    from robot_learn.cli.demos import collect_demos
-    from robot_learn.cli.tasks import fit_policy_to_task
     from robot_learn.data import EpisodeStore, WindowSampler
+    from robot_learn.envs.demos import collect_demos
     from robot_learn.evaluation import evaluate
-    from robot_learn.policies import diffusion_state_config, make_policy
-    from robot_learn.training import TrainConfig, Trainer
+    from robot_learn.evaluation.task_fit import fit_policy_to_task
+    from robot_learn.policies import diffusion_state_config
+    from robot_learn.training import TrainConfig, Trainer, build_policy_for_view
 
     t0 = time.perf_counter()
     path = workdir / task.replace("/", "_") / "demos.zarr"
@@ -96,8 +96,8 @@ def train_and_evaluate(task: str, args: argparse.Namespace, workdir: Path) -> di
         return {"task": task, "demos": 0, "demo_attempts": summary.attempted, "collect_s": collect_s}
     demos = EpisodeStore.open(path).view(success=True)
     config = fit_policy_to_task(diffusion_state_config(), task)
-    policy = make_policy("diffusion", config, demos.store.stats([*config.state_dims, "action"]))
-    sampler = WindowSampler(demos, obs_keys=tuple(policy.obs_shapes), obs_horizon=policy.obs_horizon,
+    policy = build_policy_for_view(config, demos)
+    sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=0)
     cfg = TrainConfig(steps=args.train_steps, batch_size=args.batch_size, lr=1e-3,
                       warmup_steps=min(200, args.train_steps // 10), ckpt_every=0, log_every=100, device="cpu",

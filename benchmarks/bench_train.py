@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from robot_learn.data import EpisodeStore, WindowSampler
-from robot_learn.policies import diffusion_image_config, diffusion_state_config, make_policy
-from robot_learn.training import Trainer, TrainConfig
+from robot_learn.policies import diffusion_image_config, diffusion_state_config
+from robot_learn.training import Trainer, TrainConfig, build_policy_for_view
 
 INSTRUCTIONS = ["put the red cube on the blue cube", "take the green cube out of the bin", "insert the peg into the hole"]
 
@@ -46,11 +46,8 @@ def build_store(path: Path, episodes: int, length: int, cameras: tuple[str, ...]
 
 
 def run(name: str, config, obs_keys: tuple[str, ...], store: EpisodeStore, args, out_dir: Path) -> dict:
-    stats = store.stats(["action", *config.state_dims])
-    instructions = INSTRUCTIONS if config.text_encoder != "none" else None
     torch.manual_seed(0)
-    policy = make_policy("diffusion", config, stats, instructions=instructions) if instructions else make_policy(
-        "diffusion", config, stats)
+    policy = build_policy_for_view(config, store.view())
     sampler = WindowSampler(store, obs_keys=obs_keys, obs_horizon=config.obs_horizon,
                             action_horizon=config.action_horizon, batch_size=args.batch_size, seed=0)
     total = args.warmup + args.steps

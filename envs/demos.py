@@ -1,4 +1,4 @@
-"""Recording scripted expert episodes into an episode store."""
+"""Recording scripted expert episodes into an episode store (demonstrations)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ DEFAULT_OBS_KEYS = ("state", "env_state")
 OPTIONAL_OBS_KEYS = ("objects",)
 
 
-def record_expert_episode(env: Any, expert: Any, seed: int,
-                          obs_keys: Sequence[str] = DEFAULT_OBS_KEYS) -> tuple[dict[str, np.ndarray], dict]:
-    """Run the expert for one episode; returns (steps, meta) in the store's format.
+def run_expert(env: Any, expert: Any, seed: int, recorder: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run the expert for one episode from ``env.reset(seed)``, recording each step into
+    ``recorder`` (an :class:`~robot_learn.data.EpisodeRecorder`); returns the final
+    observation and the info of every step.
 
     Row t holds the observation before action t, action t, the reward of that
     step, the progress of observation t (from the previous info) and the phase
@@ -35,44 +36,36 @@ def record_expert_episode(env: Any, expert: Any, seed: int,
     """
     obs, info = env.reset(seed=seed)
     expert.reset(env)
-    unknown = [k for k in obs_keys if k not in obs or k not in (*DEFAULT_OBS_KEYS, *OPTIONAL_OBS_KEYS)]
-    if unknown:
-        valid = [k for k in (*DEFAULT_OBS_KEYS, *OPTIONAL_OBS_KEYS) if k in obs]
-        raise ValueError(f"cannot record observation keys {unknown}; this env offers {valid}")
-    rows: dict[str, list] = {k: [] for k in (*obs_keys, "action", "reward", "progress", "phase")}
-    images: dict[str, list] = {cam: [] for cam in obs.get("images", {})}
-    instruction = obs.get("instruction", "")
     progress = float(info.get("progress", 0.0))
-    success = False
+    infos = []
     while True:
         action = np.asarray(expert.act(obs, env), dtype=np.float32)
-        for key in obs_keys:
-            rows[key].append(np.asarray(obs[key], dtype=np.float32))
-        for cam, img in obs.get("images", {}).items():
-            images[cam].append(np.asarray(img, dtype=np.uint8))
-        rows["action"].append(action)
-        rows["phase"].append(int(expert.phase))
-        rows["progress"].append(progress)
-        obs, reward, terminated, truncated, info = env.step(action)
-        rows["reward"].append(float(reward))
-        progress = float(info.get("progress", progress))
-        success = bool(info.get("success", False))
+        phase = int(expert.phase)
+        next_obs, reward, terminated, truncated, info = env.step(action)
+        recorder.record(obs, action, reward=float(reward), progress=progress, phase=phase)
+        infos.append(info)
+        obs, progress = next_obs, float(info.get("progress", progress))
         if terminated or truncated:
-            break
-    steps = {
-        **{key: np.stack(rows[key]) for key in obs_keys},
-        "action": np.stack(rows["action"]),
-        # The expert is the only controller here, so what ran is what was proposed.
-        "policy_action": np.stack(rows["action"]).copy(),
-        "intervention": np.zeros(len(rows["action"]), dtype=bool),
-        "reward": np.asarray(rows["reward"], dtype=np.float32),
-        "progress": np.asarray(rows["progress"], dtype=np.float32),
-        "phase": np.asarray(rows["phase"], dtype=np.int32),
-    }
-    for cam, frames in images.items():
-        steps[f"images/{cam}"] = np.stack(frames)
-    meta = {"instruction": instruction, "success": success, "seed": int(seed)}
-    return steps, meta
+            return obs, infos
+
+
+def record_demo_episode(env: Any, expert: Any, seed: int,
+                          obs_keys: Sequence[str] = DEFAULT_OBS_KEYS) -> tuple[dict[str, np.ndarray], dict]:
+    """Run the expert for one episode; returns (steps, meta) in the store's format
+    (rows as :func:`run_expert` records them; the expert is the only controller, so
+    ``policy_action`` is the action)."""
+    from robot_learn.data import EpisodeRecorder
+
+    spaces = getattr(env.observation_space, "spaces", {})
+    offered = [k for k in (*DEFAULT_OBS_KEYS, *OPTIONAL_OBS_KEYS) if k in spaces]
+    unknown = [k for k in obs_keys if k not in offered]
+    if unknown:
+        raise ValueError(f"cannot record observation keys {unknown}; this env offers {offered}")
+    recorder = EpisodeRecorder(obs_keys)
+    obs, infos = run_expert(env, expert, seed, recorder)
+    meta = {"instruction": str(obs.get("instruction", "")), "success": bool(infos[-1].get("success", False)),
+            "seed": int(seed)}
+    return recorder.steps(), meta
 
 
 def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 0.0,
@@ -90,8 +83,8 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
     from tqdm import tqdm
 
     from robot_learn.data import EpisodeStore
-    from robot_learn.envs import make_env, make_expert
-    from robot_learn.envs.registry import check_task_name
+
+    from .registry import check_task_name, make_env, make_expert
 
     check_task_name(task)  # ValueError lists the valid tasks (external ones included)
     if episodes < 1:
@@ -105,7 +98,7 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
         for i in bar:
             # A fresh expert per episode: its noise depends only on that episode's seed.
             expert = make_expert(task, noise=noise, seed=seed + i)
-            steps, meta = record_expert_episode(env, expert, seed + i, obs_keys)
+            steps, meta = record_demo_episode(env, expert, seed + i, obs_keys)
             successes += meta["success"]
             if meta["success"] or keep_failures:
                 store.append_episode(steps, {**meta, "task": task, "source": source})
@@ -126,7 +119,7 @@ def collect_multitask_demos(tasks: Sequence[str], episodes_per_task: int, path: 
     Used to train one multi-task policy (e.g. the discrete-diffusion VLA) on every
     family and variant: ``collect_multitask_demos(TASK_NAMES, 50, "data/all.zarr")``.
     """
-    from robot_learn.envs import TASK_NAMES
+    from .registry import TASK_NAMES
 
     unknown = [t for t in tasks if t not in TASK_NAMES]
     if unknown or not tasks:

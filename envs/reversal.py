@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .base_env import TabletopEnv
+from .demos import run_expert
 from .registry import make_env, make_expert, task_spec
 
 
@@ -58,21 +59,15 @@ class RecordedEpisode:
 
 
 def record_expert_episode(task: str, seed: int, noise: float = 0.0, env: TabletopEnv | None = None) -> RecordedEpisode:
-    """Run the scripted expert of ``task`` for one episode (no cameras)."""
+    """Run the scripted expert of ``task`` for one episode (no cameras), recorded as demos are."""
+    from robot_learn.data import EpisodeRecorder
+
     env = env if env is not None else make_env(task, cameras=())
-    expert = make_expert(task, noise=noise, seed=seed)
-    obs, info = env.reset(seed=seed)
-    expert.reset(env)
-    poses, actions, infos = [obs["state"][6:10].copy()], [], []
-    done = False
-    while not done:
-        action = expert.act(obs, env)
-        obs, _, terminated, truncated, info = env.step(action)
-        poses.append(obs["state"][6:10].copy())
-        actions.append(action)
-        infos.append(info)
-        done = terminated or truncated
-    return RecordedEpisode(task, seed, np.array(poses), np.array(actions), bool(info["success"]),
+    recorder = EpisodeRecorder(("state",))
+    final_obs, infos = run_expert(env, make_expert(task, noise=noise, seed=seed), seed, recorder)
+    steps = recorder.steps()
+    poses = np.concatenate([steps["state"][:, 6:10], final_obs["state"][None, 6:10]])
+    return RecordedEpisode(task, seed, poses, steps["action"], bool(infos[-1]["success"]),
                            env.unwrapped.get_state(), infos)
 
 

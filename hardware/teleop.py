@@ -37,37 +37,26 @@ def run_teleop(leader: ServoArm, follower: ServoArm, rate_hz: float = 50.0,
 
     Steps: state = follower joint positions, action = leader command, policy_action
     = zeros, intervention = True, reward/progress/phase = 0, images per camera."""
-    states, actions, images = [], [], {}
+    from robot_learn.data import EpisodeRecorder
+
+    recorder = EpisodeRecorder(("state",))
+    n = len(follower.joint_names)
 
     def step(_: int) -> bool:
         obs, command, _sent = teleop_step(leader, follower)
-        states.append(joints_to_array(obs, follower.joint_names))
-        actions.append(joints_to_array(command, follower.joint_names))
-        for cam, frame in obs["images"].items():
-            images.setdefault(cam, []).append(frame)
+        recorder.record({"state": joints_to_array(obs, follower.joint_names), "images": obs["images"]},
+                        joints_to_array(command, follower.joint_names), policy_action=np.zeros(n, np.float32),
+                        intervention=True)
         return not (should_stop is not None and should_stop())
 
     stats = RateLoop(rate_hz).run(step, iterations=iterations, duration_s=duration_s)
-    t = len(states)
-    steps: dict[str, np.ndarray] = {
-        "state": np.asarray(states, dtype=np.float32).reshape(t, -1),
-        "action": np.asarray(actions, dtype=np.float32).reshape(t, -1),
-        "policy_action": np.zeros((t, len(follower.joint_names)), dtype=np.float32),
-        "intervention": np.ones(t, dtype=bool),
-        "reward": np.zeros(t, dtype=np.float32),
-        "progress": np.zeros(t, dtype=np.float32),
-        "phase": np.zeros(t, dtype=np.int64),
-    }
-    for cam, frames in images.items():
-        steps[f"images/{cam}"] = np.asarray(frames, dtype=np.uint8)
-    return TeleopEpisode(steps, stats)
+    return TeleopEpisode(recorder.steps(), stats)
 
 
 def record_episode(store_path: str | os.PathLike, episode: TeleopEpisode, task: str, instruction: str,
                    success: bool = False, seed: int = 0, operator: str = "") -> int:
     """Append a teleop episode (source="teleop") to a store, creating the store if needed."""
-    store = (EpisodeStore.open(store_path, mode="a") if os.path.exists(store_path)
-             else EpisodeStore.create(store_path))
-    return store.append_episode(episode.steps, {
-        "task": task, "instruction": instruction, "success": bool(success), "seed": int(seed),
-        "source": "teleop", "operator": operator})
+    with EpisodeStore.open_or_create(store_path) as store:
+        return store.append_episode(episode.steps, {
+            "task": task, "instruction": instruction, "success": bool(success), "seed": int(seed),
+            "source": "teleop", "operator": operator})

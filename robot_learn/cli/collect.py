@@ -12,7 +12,7 @@ from robot_learn.cli.settings import setting
 
 def collect_app(cfg: DictConfig) -> int:
     """Collect ``cfg.episodes`` expert episodes into ``cfg.out``."""
-    from robot_learn.cli.demos import collect_demos
+    from robot_learn.envs.demos import collect_demos
     from robot_learn.cli.tasks import check_task
 
     summary = collect_demos(

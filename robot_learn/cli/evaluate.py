@@ -15,7 +15,8 @@ from robot_learn.cli.settings import device_setting, eval_settings
 def eval_app(cfg: DictConfig) -> int:
     """Load ``cfg.checkpoint``, evaluate it on ``cfg.task`` and write the report."""
     from robot_learn.cli.policy_dirs import load_policy_for_task, resolve_policy_dir
-    from robot_learn.cli.tasks import check_task, video_cameras
+    from robot_learn.cli.tasks import check_task
+    from robot_learn.evaluation.task_fit import video_cameras
     from robot_learn.evaluation import evaluate, write_report
     from robot_learn.training.distributed import resolve_device
 

@@ -1,12 +1,12 @@
-"""Validating task names from configs against the registered tasks, and fitting
-policy presets to external tasks (``envs/external``), whose sizes differ from ours."""
+"""Validating task names from configs against the registered tasks, and fitting policy
+presets to external tasks (:mod:`robot_learn.evaluation.task_fit`) with one-line errors."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from robot_learn.cli.errors import CLIError
+from robot_learn.evaluation.task_fit import video_cameras  # noqa: F401  (the CLI's import path)
 
 
 def check_task(name: str) -> str:
@@ -20,36 +20,11 @@ def check_task(name: str) -> str:
         raise CLIError(str(err)) from None
 
 
-def _external_env_facts(task: str) -> tuple[int, dict[str, tuple[int, ...]], tuple[str, ...]] | None:
-    """(action dim, observation shapes, camera names) of an external task; None for ours."""
-    from robot_learn.envs import make_env
-    from robot_learn.envs.external import is_external_task
-    from robot_learn.evaluation import observation_shapes
-
-    if not is_external_task(task):
-        return None
-    env = make_env(task, cameras=())
-    try:
-        return int(env.action_space.shape[0]), observation_shapes(env.observation_space), env.camera_names
-    finally:
-        env.close()
-
-
 def fit_policy_to_task(config: Any, task: str) -> Any:
-    """A policy config with the action and low-dim state sizes of external ``task``
-    (the presets are sized for our tasks); ours are returned unchanged."""
-    facts = _external_env_facts(task)
-    if facts is None:
-        return config
-    action_dim, shapes, _ = facts
-    missing = [k for k in config.state_dims if k not in shapes]
-    if missing:
-        raise CLIError(f"the policy reads {missing} but task '{task}' provides only {sorted(shapes)}")
-    return dataclasses.replace(config, action_dim=action_dim,
-                               state_dims={k: int(shapes[k][0]) for k in config.state_dims})
+    """:func:`robot_learn.evaluation.task_fit.fit_policy_to_task`, its ValueError a CLIError."""
+    from robot_learn.evaluation.task_fit import fit_policy_to_task as fit
 
-
-def video_cameras(task: str) -> dict[str, tuple[str, ...]]:
-    """``evaluate`` keyword for an external task's cameras (empty for ours: the default)."""
-    facts = _external_env_facts(task)
-    return {} if facts is None else {"video_cameras": facts[2]}
+    try:
+        return fit(config, task)
+    except ValueError as err:
+        raise CLIError(str(err)) from None

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from robot_learn.cli.frame_features import prepare_frame_features, view_stats
+from robot_learn.cli.frame_features import prepare_frame_features
 from robot_learn.cli.errors import CLIError
 from robot_learn.cli.hydra_app import run_hydra_app
 from robot_learn.cli.settings import device_setting, eval_settings, setting
@@ -25,13 +25,12 @@ from robot_learn.cli.settings import device_setting, eval_settings, setting
 
 def policy_name_for_config(config: Any) -> str:
     """The registered policy name whose config class ``config`` is an instance of."""
-    from robot_learn.policies import POLICY_NAMES, get_policy_class
+    from robot_learn.training.policy_builder import policy_name_for_config as name_for
 
-    for name in POLICY_NAMES:
-        if isinstance(config, get_policy_class(name).config_class):
-            return name
-    raise CLIError(f"policy config {type(config).__name__} belongs to no registered policy; "
-                   f"valid policies: {', '.join(POLICY_NAMES)}")
+    try:
+        return name_for(config)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
 
 
 def instantiate_node(node: DictConfig, what: str, **kwargs: Any) -> Any:
@@ -49,7 +48,7 @@ def instantiate_node(node: DictConfig, what: str, **kwargs: Any) -> Any:
 
 def ensure_demos(cfg: DictConfig, task: str) -> Any:
     """Open the demo store at ``cfg.data.path``, collecting expert demos first if it is missing."""
-    from robot_learn.cli.demos import DEFAULT_OBS_KEYS, OPTIONAL_OBS_KEYS, collect_demos
+    from robot_learn.envs.demos import DEFAULT_OBS_KEYS, OPTIONAL_OBS_KEYS, collect_demos
     from robot_learn.cli.inspect_store import open_store
 
     path = Path(cfg.data.path)
@@ -136,8 +135,7 @@ def train_app(cfg: DictConfig) -> int:
     from robot_learn.cli.tasks import check_task, fit_policy_to_task, video_cameras
     from robot_learn.data import WindowSampler
     from robot_learn.evaluation import evaluate, write_report
-    from robot_learn.policies import make_policy
-    from robot_learn.training import Trainer, rank_seed
+    from robot_learn.training import Trainer, build_policy_for_view, rank_seed
 
     t0 = time.perf_counter()
     task = check_task(cfg.task.name)
@@ -177,10 +175,7 @@ def train_app(cfg: DictConfig) -> int:
     if not group.is_main:
         prepared = frame_features()
     policy_config, encoder, derived = prepared
-    stats = demos.store.stats([k for k in (*policy_config.state_dims, "action") if k not in derived])
-    stats.update({k: view_stats(demos, v) for k, v in derived.items()})
-    instructions = sorted({str(s) for s in demos.store.meta["instruction"]})
-    policy = make_policy(policy_name, policy_config, stats, instructions=instructions)
+    policy = build_policy_for_view(policy_config, demos, derived, name=policy_name)
     if encoder is not None:
         policy.frame_encoder.load_state_dict(encoder.state_dict())
     if train_cfg.num_threads:

@@ -4,6 +4,7 @@ The ground floor of robot_learn: imports numpy and zarr only, no other package o
 """
 
 from robot_learn.data.errors import DamagedStoreError, StoreError
+from robot_learn.data.recorder import EpisodeRecorder
 from robot_learn.data.sampler import WindowSampler
 from robot_learn.data.schema import META_FIELDS, SOURCES, STEP_KEYS
 from robot_learn.data.stats import STAT_NAMES, compute_stats
@@ -12,6 +13,6 @@ from robot_learn.data.summary import summarize
 from robot_learn.data.views import FILTER_FIELDS, EpisodeView
 
 __all__ = [
-    "EpisodeStore", "EpisodeView", "WindowSampler", "StoreError", "DamagedStoreError", "summarize",
+    "EpisodeRecorder", "EpisodeStore", "EpisodeView", "WindowSampler", "StoreError", "DamagedStoreError", "summarize",
     "compute_stats", "SOURCES", "STEP_KEYS", "META_FIELDS", "STAT_NAMES", "FILTER_FIELDS",
 ]

@@ -11,6 +11,7 @@ from robot_learn.training.config import EMAConfig, TrainConfig
 from robot_learn.training.lr_schedule import make_warmup_cosine_scheduler, warmup_cosine_factor
 from robot_learn.training.metrics_log import MetricsLogger
 from robot_learn.training.distributed import PolicyLoss
+from robot_learn.training.policy_builder import build_policy_for_view
 from robot_learn.training.trainer import Trainer, rank_seed
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "PolicyLoss",
     "TrainConfig",
     "Trainer",
+    "build_policy_for_view",
     "find_latest_checkpoint",
     "load_trainer_state",
     "make_warmup_cosine_scheduler",

@@ -98,7 +98,7 @@ def test_collect_drops_failures_unless_asked_to_keep_them(run_cli, tmp_path):
 
 
 def test_collect_records_the_object_slots_on_request_and_names_bad_keys(tmp_path):
-    from robot_learn.cli.demos import collect_demos
+    from robot_learn.envs.demos import collect_demos
     from robot_learn.data import EpisodeStore
 
     collect_demos("stack", 1, tmp_path / "d.zarr", cameras=(), progress_bar=False,

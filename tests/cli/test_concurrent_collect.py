@@ -35,7 +35,7 @@ def finish(procs: list[subprocess.Popen]) -> list[tuple[int, str, str]]:
 
 def check_every_episode_matches_its_seed(path: Path) -> list[int]:
     """Re-record each stored seed with the same expert and compare every array."""
-    from robot_learn.cli.demos import record_expert_episode
+    from robot_learn.envs.demos import record_demo_episode
     from robot_learn.envs import make_env, make_expert
 
     store = EpisodeStore.open(path)
@@ -43,7 +43,7 @@ def check_every_episode_matches_its_seed(path: Path) -> list[int]:
     seeds = [int(s) for s in store.meta["seed"]]
     try:
         for i, seed in enumerate(seeds):
-            steps, _meta = record_expert_episode(env, make_expert("stack", noise=0.0, seed=seed), seed)
+            steps, _meta = record_demo_episode(env, make_expert("stack", noise=0.0, seed=seed), seed)
             stored = store.episode(i)["steps"]
             for key, values in steps.items():
                 np.testing.assert_array_equal(stored[key], values.astype(stored[key].dtype),

@@ -16,7 +16,7 @@ EPISODES, MAX_STEPS = 2, 12
 @pytest.fixture(scope="module")
 def policy_dir(tmp_path_factory):
     """A tiny state-only diffusion policy, 5 training steps on 2 expert demos, saved."""
-    from robot_learn.cli.demos import collect_demos
+    from robot_learn.envs.demos import collect_demos
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

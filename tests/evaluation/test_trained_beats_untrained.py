@@ -4,7 +4,7 @@ demos succeeds where the same policy untrained does not."""
 import pytest
 import torch
 
-from robot_learn.cli.demos import collect_demos
+from robot_learn.envs.demos import collect_demos
 from robot_learn.data import EpisodeStore, WindowSampler
 from robot_learn.evaluation import evaluate
 from robot_learn.policies import diffusion_state_config, make_policy

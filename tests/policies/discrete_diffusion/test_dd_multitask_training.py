@@ -4,7 +4,7 @@ import csv
 
 import torch
 
-from robot_learn.cli.demos import collect_multitask_demos
+from robot_learn.envs.demos import collect_multitask_demos
 from robot_learn.data import EpisodeStore, WindowSampler
 from robot_learn.policies import make_policy
 from robot_learn.policies.discrete_diffusion import discrete_diffusion_state_config
