@@ -3,7 +3,7 @@
 For each task (default: stack and peg_insert, two task families) a weak base policy
 is trained on expert demos (few steps: ~20-50% success), then each method runs
 ``--rounds`` rounds of collect -> curate -> fine-tune -> evaluate from that base:
-HG-DAgger, HG-DAgger + curated (HELP), RECAP, and a no-operator control that adds
+HG-DAgger, HG-DAgger + curated rollouts (HELP), RECAP, and a no-operator control that adds
 the same number of autonomous rollouts. Prints success per round with 95%
 intervals, human seconds, and the final success of each method relative to the control.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import statistics
 import time
 from pathlib import Path
 
@@ -25,7 +26,7 @@ import torch
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", nargs="+", default=["stack", "peg_insert"])
-    ap.add_argument("--methods", nargs="+", default=["hgdagger", "hgdagger_curated", "recap", "autonomous"])
+    ap.add_argument("--methods", nargs="+", default=["hgdagger", "help_curated", "recap", "autonomous"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--demos", type=int, default=30)
     ap.add_argument("--base-steps", nargs="+", default=["800"],
@@ -47,15 +48,16 @@ def main() -> None:
     base_steps = _steps_per_task(args.base_steps, args.tasks)
     torch.set_num_threads(1)
 
-    from robot_learn.cli.demos import collect_demos
     from robot_learn.data import EpisodeStore, WindowSampler
     from robot_learn.envs import make_sim_robot, task_spec
+    from robot_learn.envs.demos import collect_demos
     from robot_learn.evaluation import evaluate
-    from robot_learn.loops.hitl import HITLLoopConfig, LoopContext, run_hitl_round
+    from robot_learn.loops.methods import make_loop_config, make_method
     from robot_learn.loops.operators import SimulatedOperator
+    from robot_learn.loops.round import LoopContext
     from robot_learn.loops.rounds import plot_rounds
-    from robot_learn.policies import diffusion_state_config, load_policy, make_policy
-    from robot_learn.training import TrainConfig, Trainer
+    from robot_learn.policies import diffusion_state_config, load_policy
+    from robot_learn.training import TrainConfig, Trainer, build_policy_for_view
 
     out = Path(args.out)
     print("config:", json.dumps(vars(args)))
@@ -71,9 +73,8 @@ def main() -> None:
         train_cfg = TrainConfig(steps=base_steps[task], batch_size=args.batch_size, lr=args.lr, warmup_steps=50, ckpt_every=0,
                                 log_every=50, device="cpu", num_threads=1, progress_bar=False,
                                 out_dir=str(tdir / "base"))
-        config = diffusion_state_config()
-        policy = make_policy("diffusion", config, demos.store.stats([*config.state_dims, "action"]))
-        sampler = WindowSampler(demos, obs_keys=tuple(policy.obs_shapes), obs_horizon=policy.obs_horizon,
+        policy = build_policy_for_view(diffusion_state_config(), demos)
+        sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                                 action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=0)
         base_dir = Path(Trainer(policy, sampler, train_cfg).fit()["final_policy_dir"])
         s = evaluate(load_policy(base_dir), task, episodes=args.eval_episodes, workers=1, videos=0,
@@ -85,8 +86,9 @@ def main() -> None:
         for method in args.methods:
             mdir = tdir / method
             operator = SimulatedOperator(task, budget_s=args.budget_s, seed=1)
-            loop_cfg = HITLLoopConfig(method=method, episodes=args.episodes, train_steps=args.train_steps,
-                                      eval_episodes=args.eval_episodes, critic_steps=300)
+            critic = {"critic_steps": 300} if method in ("help_curated", "recap") else {}
+            loop_cfg = make_loop_config(method, episodes=args.episodes, train_steps=args.train_steps,
+                                        eval_episodes=args.eval_episodes, **critic)
 
             def make_robot():
                 robot = make_sim_robot(task, cameras=(), max_steps=max_steps)
@@ -99,10 +101,11 @@ def main() -> None:
 
             ctx = LoopContext(mdir, task, demos, make_robot, make_operator,
                               dataclasses.replace(train_cfg, out_dir=str(mdir), lr=args.finetune_lr or args.lr),
-                              max_steps=max_steps)
+                              max_steps=max_steps, base_policy_dir=base_dir)
+            loop = make_method(ctx, loop_cfg)
             history, policy_dir, t0 = [base], base_dir, time.perf_counter()
             for r in range(1, args.rounds + 1):
-                policy_dir, numbers = run_hitl_round(ctx, loop_cfg, r, policy_dir)
+                policy_dir, numbers = loop.run_round(r, policy_dir)
                 history.append(numbers)
                 print(f"  {method:17s} round {r}: success {numbers['success_rate']:.1%} "
                       f"[{numbers['ci_low']:.1%}, {numbers['ci_high']:.1%}]  human {numbers['human_seconds']:.1f} s  "
@@ -121,11 +124,11 @@ def main() -> None:
             cells.append(f"{last['success_rate']:.0%} [{last['ci_low']:.0%},{last['ci_high']:.0%}]")
         print(f"{task:12s}" + "".join(f"{c:>20s}" for c in cells))
     if "autonomous" in args.methods:
-        print("\nratio of final success to the no-operator control (median over tasks):")
+        print("\nratio of final success to the no-operator control (per task; median over tasks):")
         for m in args.methods:
-            ratios = sorted(by[m][-1]["success_rate"] / max(by["autonomous"][-1]["success_rate"], 1e-9)
-                            for by in results.values())
-            print(f"  {m:17s} {ratios[len(ratios) // 2]:.2f}")
+            ratios = [by[m][-1]["success_rate"] / max(by["autonomous"][-1]["success_rate"], 1e-9)
+                      for by in results.values()]
+            print(f"  {m:17s} {' '.join(f'{x:.2f}' for x in ratios)}; median {statistics.median(ratios):.2f}")
     (out / "results.json").write_text(json.dumps(results, indent=2))
     print(f"\ntotal {time.perf_counter() - t_all:.0f} s; results in {out / 'results.json'}")
 

@@ -31,7 +31,8 @@ class SimRobot:
 
     ``get_observation()`` returns joint positions keyed by joint name,
     ``"images"`` and ``"timestamps"`` like a real arm, plus the env's own keys
-    (``"state"``, ``"env_state"``, ``"instruction"``) and ``"info"``
+    (``"state"``, ``"env_state"``, ``"objects"``, ``"instruction"``; see
+    :meth:`observation_spec`) and ``"info"``
     (``success``, ``progress``, ``phase``) of the latest step.
     ``send_action`` takes a pose action ``[x, y, z, yaw, gripper]`` (``action_mode="pose"``)
     or joint targets in ``JOINT_NAMES`` order (``"joint"``), as an array or a dict
@@ -76,8 +77,8 @@ class SimRobot:
         now = time.monotonic()
         out: dict[str, Any] = {name: float(q) for name, q in zip(JOINT_NAMES, obs["state"][:6])}
         images = dict(obs.get("images", {}))
+        out.update({k: v for k, v in obs.items() if k not in ("images", "instruction")})
         out.update(images=images, timestamps={"joints": now, **{c: now for c in images}},
-                   state=obs["state"], env_state=obs["env_state"],
                    instruction=obs.get("instruction", ""), info=dict(self._info))
         return out
 
@@ -98,6 +99,22 @@ class SimRobot:
         self.last_reward = float(reward)
         self.terminated, self.truncated = bool(terminated), bool(truncated)
         return {n: float(v) for n, v in zip(self.action_names, action)}
+
+    def observation_spec(self) -> dict[str, tuple[int, ...]]:
+        """The array keys of :meth:`get_observation` a policy may read, with shapes:
+        the env's low-dim keys (``state``, ``env_state``, ``objects``) and ``images/<camera>``."""
+        env = self.env if self.env is not None else self._make()
+        try:
+            spec: dict[str, tuple[int, ...]] = {}
+            for key, space in env.observation_space.spaces.items():
+                if key == "images":
+                    spec.update({f"images/{c}": tuple(s.shape) for c, s in space.spaces.items()})
+                elif getattr(space, "shape", None):
+                    spec[key] = tuple(space.shape)
+            return spec
+        finally:
+            if env is not self.env:
+                env.close()
 
     # ----- simulator extras --------------------------------------------------------
     def reset(self, seed: int | None = None) -> dict[str, Any]:

@@ -217,9 +217,12 @@ class ServoArm:
                              self.config.motors[j].table.resolution) for j in self.joint_names}
 
     def get_observation(self) -> dict[str, Any]:
-        """Joint positions by name, `images` by camera, `timestamps` of each source."""
+        """Joint positions by name and as the array `state` (joint order), `images` by
+        camera, `timestamps` of each source."""
         t0 = time.monotonic()
-        obs: dict[str, Any] = dict(self.read_joints())
+        joints = self.read_joints()
+        obs: dict[str, Any] = dict(joints)
+        obs["state"] = joints_to_array(joints, self.joint_names).astype(np.float32)
         t1 = time.monotonic()
         stamps = {"joints": (t0 + t1) / 2}  # midpoint of the sync read
         images = {}
@@ -228,6 +231,13 @@ class ServoArm:
         obs["images"] = images
         obs["timestamps"] = stamps
         return obs
+
+    def observation_spec(self) -> dict[str, tuple[int, ...]]:
+        """`state` (one entry per joint) and each camera's frame shape (-1: not fixed)."""
+        spec: dict[str, tuple[int, ...]] = {"state": (len(self.joint_names),)}
+        for name, cam in self.cameras.items():
+            spec[f"images/{name}"] = (cam.config.height or -1, cam.config.width or -1, 3)
+        return spec
 
     def get_action(self) -> dict[str, float]:
         """Leader arms: the joint positions to send to a follower."""

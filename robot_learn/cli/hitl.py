@@ -23,9 +23,9 @@ def hitl_app(cfg: DictConfig) -> int:
     import torch
 
     from robot_learn.cli.tasks import check_task
+    from robot_learn.data import EpisodeStore
     from robot_learn.loops import HITLSession, PolicyActor
-    from robot_learn.loops.aggregation import open_or_create
-    from robot_learn.loops.recap import ADVANTAGE_KEY
+    from robot_learn.loops.session import check_policy_fits_robot
     from robot_learn.policies import load_policy
 
     torch.set_num_threads(1)
@@ -35,14 +35,14 @@ def hitl_app(cfg: DictConfig) -> int:
     seed = setting(cfg, "seed", int, minimum=0)
     round_index = setting(cfg, "round", int, minimum=0)
     rate_hz = setting(cfg, "rate_hz", float, minimum=1e-3)
-    policy = load_policy(cfg.policy_dir)
-    condition = {ADVANTAGE_KEY: [1.0]} if ADVANTAGE_KEY in policy.obs_shapes else None
+    actor = PolicyActor(load_policy(cfg.policy_dir), seed=seed)
     robot = instantiate_node(cfg.robot, "robot")
+    check_policy_fits_robot(robot, actor)  # before the store is created
     operator = instantiate_node(cfg.operator, "operator")
-    store = open_or_create(cfg.store)
+    store = EpisodeStore.open_or_create(cfg.store)
     robot.connect()
     try:
-        session = HITLSession(robot, PolicyActor(policy, seed=seed, condition=condition), operator, store,
+        session = HITLSession(robot, actor, operator, store,
                               task, rate_hz=rate_hz, max_steps=int(cfg.task.max_steps),
                               round_index=round_index, policy_id=str(cfg.policy_dir), realtime=bool(cfg.realtime),
                               log_path=Path(cfg.store).with_suffix(".sessions.jsonl"))

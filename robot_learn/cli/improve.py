@@ -1,8 +1,9 @@
-"""``robot-learn improve loop=hitl rounds=N``: improvement rounds (Hydra app, config improve.yaml).
+"""``robot-learn improve loop=METHOD rounds=N``: improvement rounds (Hydra app, config improve.yaml).
 
 1. demos (collected if missing) and a base policy (``base_policy`` or a short, weak training run);
 2. round 0: evaluate the base policy;
-3. rounds 1..N with :func:`robot_learn.loops.hitl.run_hitl_round`, resumable;
+3. rounds 1..N of the method (``configs/loop/<method>.yaml``, :mod:`robot_learn.loops.methods`),
+   collecting from the config's ``sources``, resumable;
 4. rounds.json / rounds.md / success plots in the run dir.
 """
 
@@ -23,16 +24,13 @@ from robot_learn.cli.train import check_store_fits_policy, ensure_demos, instant
 def train_base_policy(cfg: DictConfig, demos: Any, run_dir: Path, train_cfg: Any) -> Path:
     """Train the base policy on the demos (``base_train_steps``) unless ``base_policy`` is set."""
     from robot_learn.data import WindowSampler
-    from robot_learn.policies import make_policy
-    from robot_learn.training import Trainer
+    from robot_learn.training import Trainer, build_policy_for_view
 
     if cfg.base_policy:
         return Path(cfg.base_policy)
     policy_config = instantiate_node(cfg.policy, "policy")
     check_store_fits_policy(demos, policy_config, cfg.data.path)
-    stats = demos.store.stats([*policy_config.state_dims, "action"])
-    instructions = sorted({str(s) for s in demos.store.meta["instruction"]})
-    policy = make_policy(policy_name_for_config(policy_config), policy_config, stats, instructions=instructions)
+    policy = build_policy_for_view(policy_config, demos, name=policy_name_for_config(policy_config))
     sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=train_cfg.batch_size,
                             seed=int(cfg.data.sampler_seed))
@@ -49,20 +47,20 @@ def improve_app(cfg: DictConfig) -> int:
 
     from robot_learn.cli.tasks import check_task
     from robot_learn.evaluation import evaluate
-    from robot_learn.loops.hitl import LoopContext, run_hitl_round
+    from robot_learn.loops.methods import make_method
+    from robot_learn.loops.round import LoopContext
     from robot_learn.loops.rounds import run_rounds
     from robot_learn.policies import load_policy
 
     task = check_task(cfg.task.name)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    loop_choice = HydraConfig.get().runtime.choices.get("loop", "?")
-    if loop_choice != "hitl":
-        raise CLIError(f"unknown loop '{loop_choice}'; valid loops: hitl")
     loop_cfg = instantiate_node(cfg.loop, "loop")
     train_cfg = instantiate_node(cfg.train, "train", out_dir=str(run_dir))
     if train_cfg.num_threads:
         torch.set_num_threads(train_cfg.num_threads)
-    print(f"run dir: {run_dir}\nloop: hitl/{loop_cfg.method}, {cfg.rounds} rounds of {loop_cfg.episodes} episodes")
+    sources = ", ".join(f"{k} {v:g}" for k, v in loop_cfg.sources.items())
+    print(f"run dir: {run_dir}\nloop: {loop_cfg.method}, {cfg.rounds} rounds of {loop_cfg.episodes} episodes "
+          f"from {sources}")
 
     demos = ensure_demos(cfg, task)
     base_dir = train_base_policy(cfg, demos, run_dir, train_cfg)
@@ -96,12 +94,14 @@ def improve_app(cfg: DictConfig) -> int:
         return operator
 
     ctx = LoopContext(run_dir=run_dir, task=task, demos=demos, make_robot=make_robot, make_operator=make_operator,
-                      train_config=train_cfg, rate_hz=float(cfg.rate_hz), max_steps=int(cfg.task.max_steps))
+                      train_config=train_cfg, rate_hz=float(cfg.rate_hz), max_steps=int(cfg.task.max_steps),
+                      base_policy_dir=base_dir)
+    method = make_method(ctx, loop_cfg)
 
     def one_round(r: int, policy_dir: Path):
         print(f"round {r}: collect {loop_cfg.episodes} -> curate ({loop_cfg.method}) -> "
               f"{loop_cfg.train_mode} {loop_cfg.train_steps} steps -> evaluate {loop_cfg.eval_episodes}")
-        new_dir, numbers = run_hitl_round(ctx, loop_cfg, r, policy_dir)
+        new_dir, numbers = method.run_round(r, policy_dir)
         print(f"round {r}: success {numbers['success_rate']:.1%} [{numbers['ci_low']:.1%}, {numbers['ci_high']:.1%}], "
               f"human {numbers['human_seconds']:.1f} s, interventions/ep {numbers['interventions_per_episode']:.2f}")
         return new_dir, numbers

@@ -23,8 +23,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "collect": ("robot_learn.cli.collect", "record scripted expert demos into an episode store"),
     "inspect": ("robot_learn.cli.inspect_store", "print a summary of an episode store"),
     "render-episode": ("robot_learn.cli.render_episode", "write one stored episode to mp4"),
-    "improve": ("robot_learn.cli.improve", "improvement rounds: collect under an operator, curate, "
-                "fine-tune, evaluate (loop=hitl)"),
+    "improve": ("robot_learn.cli.improve", "improvement rounds: collect, curate, fine-tune, evaluate "
+                "(loop=hgdagger|help_curated|recap|autonomous)"),
     "hitl": ("robot_learn.cli.hitl", "run a HITL session: a policy drives, an operator takes over"),
     "hw": ("robot_learn.cli.hw", "real arms: find-port, scan, calibrate, teleop, record, "
            "replay, run-policy"),

@@ -13,7 +13,7 @@ from typing import Any
 
 _EXPORTS = {
     "SuccessSummary": "metrics", "summarize": "metrics", "wilson_interval": "metrics",
-    "plot_success_per_task": "plots",
+    "alpha_sweep": "merge_sweep", "plot_success_per_task": "plots",
     "build_report": "report", "render_markdown": "report", "write_report": "report",
     "EpisodeResult": "results", "EvalResult": "results",
     "EVAL_SEED": "rollout", "evaluate": "rollout", "make_vector_env": "rollout",

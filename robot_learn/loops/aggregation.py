@@ -7,13 +7,12 @@
   so a human segment never borrows the policy's actions at its edges.
 - :class:`MixtureSampler`: fixed shares of each batch from several samplers
   (e.g. base : human : curated = 1 : 1 : 1).
-- :class:`AdvantageSampler`: adds RECAP's advantage indicator as a low-dim
-  observation ``"advantage"`` (+1 positive, -1 negative, 0 dropped).
+- :class:`ConditionSampler`: adds a policy's conditioning inputs (RECAP's advantage
+  indicator, success conditioning's return indicator: +1, -1, 0 dropped).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -46,17 +45,6 @@ def write_selection(out: Any, store: Any, selection: Mapping[int, Sequence[tuple
             out.append_episode(steps, {**{k: v for k, v in meta.items() if k != "created"}, "source": source})
             written += 1
     return written
-
-
-def open_or_create(path: str | Path) -> Any:
-    """The store at ``path`` for appending, created if missing."""
-    from robot_learn.data import EpisodeStore
-
-    path = Path(path)
-    if path.exists():
-        return EpisodeStore.open(path, mode="a")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return EpisodeStore.create(path)
 
 
 def _concat(parts: list[Any]) -> Any:
@@ -112,26 +100,35 @@ def split_batch(batch_size: int, weights: Mapping[str, float]) -> dict[str, int]
     return dict(zip(names, counts.tolist()))
 
 
-class AdvantageSampler:
-    """Wraps a window sampler, adding ``obs["advantage"]`` ``[B, To, 1]`` from per-step
-    indicators ``{store episode: bool [T]}`` at each window's anchor step; with
-    probability ``dropout`` the value is 0 (unconditioned), as RECAP trains it."""
+class ConditionSampler:
+    """Wraps a window sampler, adding a conditioning input ``obs[key]`` ``[B, To, 1]`` for
+    each ``key`` of ``conditions``: +1 / -1 from the per-step labels
+    ``{key: {store episode: bool [T]}}`` at each window's anchor step, 0 (unconditioned)
+    for a key without labels and, with probability ``dropout``, for any window (RECAP
+    and success conditioning train the unconditioned policy alongside)."""
 
-    def __init__(self, sampler: Any, indicators: Mapping[int, np.ndarray], dropout: float = 0.3,
-                 seed: int = 0) -> None:
+    def __init__(self, sampler: Any, conditions: Sequence[str], labels: Mapping[str, Mapping[int, np.ndarray]],
+                 dropout: float = 0.3, seed: int = 0) -> None:
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        self.sampler, self.indicators, self.dropout = sampler, dict(indicators), float(dropout)
+        unknown = sorted(set(labels) - set(conditions))
+        if unknown:
+            raise ValueError(f"labels for {unknown}, which are not conditions of the policy ({list(conditions)})")
+        self.sampler, self.conditions, self.dropout = sampler, tuple(conditions), float(dropout)
+        self.labels = {k: dict(v) for k, v in labels.items()}
         self.batch_size = sampler.batch_size
         self._rng = np.random.default_rng(seed)
 
     def sample(self) -> dict[str, Any]:
         batch = self.sampler.sample()
-        value = np.array([1.0 if self.indicators[int(e)][int(t)] else -1.0
-                          for e, t in zip(batch["episode"], batch["t"])], dtype=np.float32)
-        value[self._rng.random(len(value)) < self.dropout] = 0.0
         horizon = next(iter(v for v in batch["obs"].values() if isinstance(v, np.ndarray))).shape[1]
-        batch["obs"]["advantage"] = np.repeat(value[:, None, None], horizon, axis=1)
+        for key in self.conditions:
+            labels = self.labels.get(key)
+            value = np.zeros(len(batch["t"]), dtype=np.float32) if labels is None else np.array(
+                [1.0 if labels[int(e)][int(t)] else -1.0 for e, t in zip(batch["episode"], batch["t"])],
+                dtype=np.float32)
+            value[self._rng.random(len(value)) < self.dropout] = 0.0
+            batch["obs"][key] = np.repeat(value[:, None, None], horizon, axis=1)
         return batch
 
     def __len__(self) -> int:
@@ -143,7 +140,3 @@ class AdvantageSampler:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.sampler.load_state_dict(state["inner"])
         self._rng.bit_generator.state = state["rng"]
-
-
-ADVANTAGE_STATS = {k: np.array([v], dtype=np.float32) for k, v in
-                   {"min": -1.0, "max": 1.0, "mean": 0.0, "std": 1.0, "q01": -1.0, "q99": 1.0}.items()}

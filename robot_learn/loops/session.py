@@ -9,7 +9,9 @@ Each control step, in order:
    executed and the proposed action (``action``, ``policy_action``), who was in
    control (``intervention``: the operator, i.e. mode HUMAN; otherwise AUTONOMOUS —
    paused and reset steps send nothing and are not recorded) and when
-   (``timestamp``: wall-clock seconds when the step was observed).
+   (``timestamp``: wall-clock seconds when the step was observed). The low-dim
+   observation keys recorded are the robot's (its ``observation_spec``); a policy that
+   needs a key the robot does not provide is refused before the first step.
 
 Episodes are committed to the EpisodeStore one at a time (atomic appends), tagged
 ``source="intervention"`` when a human acted in them and ``"rollout"`` otherwise,
@@ -31,6 +33,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from robot_learn.data import EpisodeRecorder
 from robot_learn.loops.control import ControlArbiter, Mode, Request
 from robot_learn.loops.operators.base import Operator, OperatorDisconnected, pose_of
 from robot_learn.loops.policy_actor import PolicyActor
@@ -87,6 +90,7 @@ class HITLSession:
         if not self.record_timestamps:
             warnings.warn(f"store {getattr(store, 'path', store)} was begun without per-step timestamps; "
                           "episodes appended to it keep that schema and record none", stacklevel=2)
+        self.record_keys = record_keys(robot, policy, store)
 
     # ----- many episodes -----------------------------------------------------------
     def committed(self) -> int:
@@ -103,7 +107,14 @@ class HITLSession:
                 f"store {getattr(self.store, 'path', '')} already holds round {self.round} '{self.task}' episodes "
                 f"of another policy ({', '.join(map(repr, others))}), not of this session's policy "
                 f"{self.policy_id!r}; give this policy its own round (round=...) or store")
-        return len(policies)
+        # Another operator's episodes (e.g. the autonomous source's, operator "") are theirs.
+        operators = [str(o).replace(DISCONNECT_MARK, "") for o in np.asarray(self.store.meta["operator"])[view.episodes]]
+        return operators.count(self.operator_id)
+
+    @property
+    def operator_id(self) -> str:
+        """The operator's id as recorded in episode meta ("" without an operator)."""
+        return getattr(self.operator, "id", "") if self.operator is not None else ""
 
     def run(self, episodes: int, seed: int = 0) -> list[EpisodeSummary]:
         """Run until the round holds ``episodes`` episodes (seeds ``seed + i``); stops early,
@@ -129,7 +140,7 @@ class HITLSession:
             self.policy.reset()
         if self.operator is not None:
             self.operator.start_episode(self.robot)
-        rows: dict[str, list] = {}
+        recorder = EpisodeRecorder(self.record_keys)
         ep = EpisodeSummary(-1, int(seed), 0, False, "rollout", 0, 0.0, 0, 0, False, 0.0)
         last_action: np.ndarray | None = None
         faults_in_row = 0
@@ -182,9 +193,11 @@ class HITLSession:
             previous_mode = mode
             self.robot.send_action(action)
             last_action = action
-            _record(rows, obs, action, proposed if proposed is not None else hold, mode is Mode.HUMAN,
-                    float(getattr(self.robot, "last_reward", 0.0)),
-                    observed_at if self.record_timestamps else None)
+            info = obs.get("info", {})
+            recorder.record(obs, action, policy_action=proposed if proposed is not None else hold,
+                            intervention=mode is Mode.HUMAN, reward=float(getattr(self.robot, "last_reward", 0.0)),
+                            progress=float(info.get("progress", 0.0)), phase=int(info.get("phase", 0)),
+                            timestamp=observed_at if self.record_timestamps else None)
             return not getattr(self.robot, "done", False)
 
         if self.realtime:
@@ -198,18 +211,17 @@ class HITLSession:
         if self.operator is not None:
             self.operator.end_episode()
         info = self.robot.get_observation().get("info", {})
-        ep.steps = len(rows.get("action", []))
+        ep.steps = len(recorder)
         ep.success = bool(info.get("success", False))
-        ep.human_steps = int(sum(rows.get("intervention", [])))
+        ep.human_steps = int(sum(recorder.rows.get("intervention", [])))
         ep.human_s = ep.human_steps / self.rate_hz
         ep.source = "intervention" if ep.human_steps else "rollout"
         ep.wall_s = time.perf_counter() - t_start
         if ep.steps:
-            operator_id = getattr(self.operator, "id", "") if self.operator is not None else ""
-            ep.index = self.store.append_episode(_stack(rows), {
+            ep.index = recorder.commit(self.store, {
                 "task": self.task, "instruction": instruction, "success": ep.success, "seed": int(seed),
                 "source": ep.source, "round": self.round, "policy_id": self.policy_id,
-                "operator": operator_id + (DISCONNECT_MARK if ep.paused else "")})
+                "operator": self.operator_id + (DISCONNECT_MARK if ep.paused else "")})
         self.paused = ep.paused
         self._log(ep)
         return ep
@@ -223,29 +235,30 @@ class HITLSession:
 
 
 def _hold_action(obs: dict[str, Any]) -> np.ndarray:
-    """Stay where the robot is: its pose with the gripper as it is (pose mode)."""
+    """Stay where the robot is: its pose with the gripper as it is (pose mode), or its
+    joint positions (a joint-mode arm, whose ``state`` is just its joints)."""
+    if "state" in obs and np.asarray(obs["state"]).shape[-1] < 10:
+        return np.asarray(obs["state"], dtype=np.float32).copy()
     gripper_closed = float(np.asarray(obs["state"])[5]) > 0.5 if "state" in obs else False
     return np.append(pose_of(obs), float(gripper_closed)).astype(np.float32)
 
 
-def _record(rows: dict[str, list], obs: dict[str, Any], action: np.ndarray, proposed: np.ndarray,
-            human: bool, reward: float, timestamp: float | None) -> None:
-    info = obs.get("info", {})
-    values = {"state": obs["state"], "env_state": obs.get("env_state"), "action": action,
-              "policy_action": proposed, "intervention": human, "reward": reward,
-              "progress": float(info.get("progress", 0.0)), "phase": int(info.get("phase", 0)),
-              "timestamp": timestamp}
-    for cam, img in (obs.get("images") or {}).items():
-        values[f"images/{cam}"] = img
-    for key, value in values.items():
-        if value is not None:
-            rows.setdefault(key, []).append(np.array(value, copy=True))
+def check_policy_fits_robot(robot: Any, policy: Any) -> dict[str, tuple[int, ...]]:
+    """The robot's ``observation_spec``; ValueError, naming the keys, when the policy
+    (anything with ``observation_keys``) needs an observation the robot does not provide."""
+    spec = robot.observation_spec()
+    missing = [k for k in getattr(policy, "observation_keys", ()) if k not in spec]
+    if missing:
+        raise ValueError(f"the policy needs observation {', '.join(map(repr, missing))} but robot "
+                         f"{type(robot).__name__} provides only {', '.join(sorted(spec))}")
+    return spec
 
 
-def _stack(rows: dict[str, list]) -> dict[str, np.ndarray]:
-    out = {key: np.stack(values) for key, values in rows.items()}
-    out["intervention"] = out["intervention"].astype(bool)
-    out["phase"] = out["phase"].astype(np.int64)
-    for key in ("reward", "progress"):
-        out[key] = out[key].astype(np.float32)
-    return out
+def record_keys(robot: Any, policy: Any, store: Any) -> tuple[str, ...]:
+    """The low-dim observation keys a session records: those of the robot's
+    ``observation_spec`` (a store already begun keeps its own), after
+    :func:`check_policy_fits_robot`."""
+    low_dim = [k for k in check_policy_fits_robot(robot, policy) if not k.startswith("images/")]
+    if store.keys:
+        low_dim = [k for k in low_dim if k in store.keys]
+    return tuple(low_dim)

@@ -84,6 +84,18 @@ def test_hitl_with_a_missing_policy_names_it(user_error, tmp_path):
     assert not (tmp_path / "run" / "hitl.zarr").exists()
 
 
+def test_hitl_with_a_policy_needing_a_key_the_robot_lacks_names_it_and_creates_no_store(user_error, tmp_path):
+    from robot_learn.policies import DiffusionConfig, make_policy
+
+    config = DiffusionConfig(state_dims={"state": 10, "gripper_force": 1}, state_hidden_dims=[8], state_feature_dim=8,
+                             down_dims=[8, 16], timestep_embed_dim=8, unet_groups=4, num_inference_steps=2)
+    make_policy("diffusion", config).save(tmp_path / "policy")
+    line = user_error("hitl", "policy_dir=policy", "run_dir=run")
+    assert "the policy needs observation 'gripper_force' but robot SimRobot provides only env_state, objects, state" \
+        in line
+    assert not (tmp_path / "run" / "hitl.zarr").exists()
+
+
 @pytest.mark.parametrize(("override", "message"), [
     ("eval.episodes=0", "eval.episodes must be >= 1, got 0"),
     ("eval.vectorization=para", "unknown eval.vectorization 'para'; valid choices: sync, async, auto"),
@@ -108,7 +120,7 @@ def test_inspect_with_an_option_says_it_takes_none(user_error, tmp_path):
 
 
 def test_a_garbage_array_metadata_file_is_named(user_error, tmp_path):
-    from robot_learn.cli.demos import collect_demos
+    from robot_learn.envs.demos import collect_demos
 
     collect_demos("stack", 1, tmp_path / "s.zarr", cameras=(), progress_bar=False)
     (tmp_path / "s.zarr" / "data" / "action" / "zarr.json").write_text("garbage{")

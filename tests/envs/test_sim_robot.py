@@ -23,6 +23,18 @@ def test_sim_robot_satisfies_the_robot_protocol_and_matches_the_env():
     robot.disconnect()
 
 
+def test_observation_spec_names_every_array_key_of_the_observation_with_its_shape():
+    robot = SimRobot("stack", cameras=("front",), image_size=32, max_steps=5)
+    spec = robot.observation_spec()  # known before connecting
+    assert spec == {"env_state": (14,), "images/front": (32, 32, 3), "objects": spec["objects"], "state": (10,)}
+    robot.connect()
+    obs = robot.reset(seed=0)
+    for key, shape in spec.items():
+        value = obs["images"][key[7:]] if key.startswith("images/") else obs[key]
+        assert np.asarray(value).shape == shape, key
+    robot.disconnect()
+
+
 def test_sim_robot_refuses_nan_and_use_out_of_order():
     robot = SimRobot("stack", cameras=(), max_steps=2)
     with pytest.raises(SimRobotError, match="not connected"):

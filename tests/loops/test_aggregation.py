@@ -3,7 +3,7 @@ import pytest
 
 from robot_learn.data import EpisodeStore, WindowSampler
 from robot_learn.loops.aggregation import (
-    AdvantageSampler, MixtureSampler, human_steps_mask, runs, split_batch, write_selection,
+    ConditionSampler, MixtureSampler, human_steps_mask, runs, split_batch, write_selection,
 )
 
 
@@ -63,13 +63,21 @@ def test_mixture_sampler_draws_fixed_shares_from_each_part(store):
     np.testing.assert_array_equal(mix.sample()["t"], again["t"])
 
 
-def test_advantage_sampler_labels_anchor_step_and_drops_some(store):
+def test_condition_sampler_labels_anchor_step_and_drops_some(store):
     inner = WindowSampler(store, obs_keys=("state",), obs_horizon=2, action_horizon=4, batch_size=400, seed=0)
     labels = {0: np.arange(8) % 2 == 0, 1: np.ones(5, dtype=bool)}
-    batch = AdvantageSampler(inner, labels, dropout=0.3, seed=0).sample()
+    batch = ConditionSampler(inner, ("advantage",), {"advantage": labels}, dropout=0.3, seed=0).sample()
     adv = batch["obs"]["advantage"]
     assert adv.shape == (400, 2, 1)
     expected = np.array([1.0 if labels[e][t] else -1.0 for e, t in zip(batch["episode"], batch["t"])])
     kept = adv[:, -1, 0] != 0
     np.testing.assert_array_equal(adv[kept, -1, 0], expected[kept])
     assert 0.2 < 1 - kept.mean() < 0.4
+
+
+def test_condition_sampler_leaves_an_unlabelled_condition_at_zero(store):
+    inner = WindowSampler(store, obs_keys=("state",), obs_horizon=2, action_horizon=4, batch_size=50, seed=0)
+    batch = ConditionSampler(inner, ("advantage", "high_return"), {}, dropout=0.0).sample()
+    assert not batch["obs"]["advantage"].any() and not batch["obs"]["high_return"].any()
+    with pytest.raises(ValueError, match=r"labels for \['x'\], which are not conditions of the policy"):
+        ConditionSampler(inner, ("advantage",), {"x": {}})

@@ -154,9 +154,9 @@ KILLED_SESSION = textwrap.dedent("""
     from session_fixtures import HoldPolicy
     from robot_learn.envs import SimRobot
     from robot_learn.loops import HITLSession
-    from robot_learn.loops.aggregation import open_or_create
+    from robot_learn.data import EpisodeStore
     robot = SimRobot("stack", cameras=(), max_steps=40); robot.connect()
-    session = HITLSession(robot, HoldPolicy(), None, open_or_create({path!r}), "stack", max_steps=40,
+    session = HITLSession(robot, HoldPolicy(), None, EpisodeStore.open_or_create({path!r}), "stack", max_steps=40,
                           round_index=1, realtime=True, rate_hz=100.0)
     session.run(episodes=50, seed=0)
 """)

@@ -53,3 +53,27 @@ def test_zero_episodes_is_refused(robot, tmp_path):
     store = EpisodeStore.create(tmp_path / "s.zarr")
     with pytest.raises(ValueError, match="episodes must be >= 1, got 0"):
         _session(robot, store, "policy_a").run(0)
+
+
+def test_sessions_of_different_operators_in_one_round_resume_separately(robot, tmp_path):
+    from robot_learn.loops.operators import KeyboardOperator, ReplaySource
+
+    store = EpisodeStore.create(tmp_path / "s.zarr")
+    _session(robot, store, "policy_a").run(1, seed=0)  # the autonomous source: no operator
+    operated = HITLSession(robot, HoldPolicy(), KeyboardOperator(ReplaySource([])), store, "stack", max_steps=STEPS,
+                           policy_id="policy_a")
+    assert operated.committed() == 0 and len(operated.run(2, seed=10)) == 2
+    assert _session(robot, store, "policy_a").committed() == 1 and store.num_episodes == 3
+
+
+def test_a_policy_needing_a_key_the_robot_lacks_is_refused_before_any_step(robot, tmp_path):
+    from robot_learn.loops import PolicyActor
+    from robot_learn.policies import DiffusionConfig, make_policy
+
+    config = DiffusionConfig(state_dims={"state": 10, "gripper_force": 1}, state_hidden_dims=[8], state_feature_dim=8,
+                             down_dims=[8, 16], timestep_embed_dim=8, unet_groups=4, num_inference_steps=2)
+    store = EpisodeStore.create(tmp_path / "s.zarr")
+    with pytest.raises(ValueError, match=r"the policy needs observation 'gripper_force' but robot SimRobot provides "
+                                         r"only env_state, objects, state"):
+        HITLSession(robot, PolicyActor(make_policy("diffusion", config)), None, store, "stack")
+    assert store.num_episodes == 0

@@ -1,0 +1,94 @@
+"""A round's training step: the fine-tuning modes every method shares.
+
+- ``train_mode=continue``: fine-tune the current policy;
+- ``train_mode=retrain``: a fresh policy of the same config, normalisers from the demo view;
+- ``return_threshold``: success conditioning (Success conditioning, arXiv 2601.18175):
+  every window is labelled with whether its episode's return reached the threshold,
+  the policy reads that label as the conditioning input ``high_return`` and is
+  deployed with it at +1, i.e. it imitates what led to P(R >= c);
+- ``merge_alpha``: RETAIN merging of the fine-tuned weights back towards the base
+  (:func:`robot_learn.policies.merging.merge_policies`).
+
+Conditioning inputs a method's parts are labelled with (RECAP's ``advantage``) are
+added to the policy with :func:`~robot_learn.policies.conditioning.with_condition_input`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from robot_learn.loops.aggregation import ConditionSampler, MixtureSampler, split_batch
+
+HIGH_RETURN_KEY = "high_return"
+
+
+def finetune(ctx: Any, cfg: Any, r: int, policy_dir: Path, parts: Mapping[str, Any], round_dir: Path
+             ) -> tuple[Path, dict[str, int]]:
+    """Train round ``r``'s policy from ``policy_dir`` on ``parts`` (see the module docstring);
+    returns the new policy's directory and the frames available to each part."""
+    from robot_learn.policies import load_policy
+    from robot_learn.policies.conditioning import with_condition_input
+    from robot_learn.training import Trainer, build_policy_for_view
+
+    current = load_policy(policy_dir)
+    policy = (build_policy_for_view(current.config, ctx.demos, name=current.name)
+              if cfg.train_mode == "retrain" else current)
+    if cfg.return_threshold is not None:
+        parts = {n: dataclasses.replace(p, labels={**p.labels, HIGH_RETURN_KEY: return_labels(
+            p.view, cfg.return_threshold)}) for n, p in parts.items()}
+    for key in sorted({k for p in parts.values() for k in p.labels}):
+        policy = with_condition_input(policy, key)
+    sampler = training_sampler(policy, parts, int(ctx.train_config.batch_size), seed=r,
+                               dropout=cfg.condition_dropout)
+    train_cfg = dataclasses.replace(ctx.train_config, out_dir=str(round_dir / "train"), steps=cfg.train_steps,
+                                    seed=ctx.train_config.seed + r)
+    new_dir = Path(Trainer(policy, sampler, train_cfg).fit()["final_policy_dir"])
+    if cfg.merge_alpha is not None:
+        new_dir = merge_into(ctx.base_policy_dir or policy_dir, new_dir, cfg.merge_alpha, round_dir / "merged")
+    return new_dir, {name: int(len(part)) for name, part in sampler.samplers.items()}
+
+
+def training_sampler(policy: Any, parts: Mapping[str, Any], batch_size: int, seed: int, dropout: float) -> Any:
+    """Batches with each part's share (by weight) of windows the policy trains on,
+    conditioning inputs filled from the parts' labels (0 where a part has none)."""
+    from robot_learn.data import WindowSampler
+
+    shares = split_batch(batch_size, {n: p.weight for n, p in parts.items()})
+    samplers = {}
+    for i, (name, part) in enumerate(parts.items()):
+        if name not in shares:
+            continue  # weight 0
+        windows = WindowSampler(part.view, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
+                                action_horizon=policy.action_horizon, batch_size=shares[name],
+                                seed=1000 * seed + i)
+        samplers[name] = (ConditionSampler(windows, tuple(policy.conditions), part.labels, dropout, seed=1000 * seed + i)
+                          if policy.conditions else windows)
+    return MixtureSampler(samplers)
+
+
+def return_labels(view: Any, threshold: float) -> dict[int, np.ndarray]:
+    """Per step of each episode of ``view``: did the episode's return (sum of rewards) reach ``threshold``?"""
+    store, out = view.store, {}
+    for e in view.episodes:
+        start, end = store.episode_range(int(e))
+        out[int(e)] = np.full(end - start, float(store.read("reward", start, end).sum()) >= threshold)
+    return out
+
+
+def merge_into(base_dir: Path, finetuned_dir: Path, alpha: Any, out_dir: Path) -> Path:
+    """Save ``merge_policies(base, finetuned, alpha)`` to ``out_dir``; the base is first
+    given the fine-tuned policy's conditioning inputs (zero-initialised: unchanged)."""
+    from robot_learn.policies import load_policy
+    from robot_learn.policies.conditioning import with_condition_input
+    from robot_learn.policies.merging import merge_policies
+
+    base, finetuned = load_policy(base_dir), load_policy(finetuned_dir)
+    for key, deployed in finetuned.conditions.items():
+        if key not in base.conditions and hasattr(base.config, "conditions"):
+            base = with_condition_input(base, key, deployed)
+    merge_policies(base, finetuned, alpha).save(out_dir)
+    return out_dir

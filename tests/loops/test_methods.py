@@ -1,0 +1,109 @@
+"""Each improvement method runs one round end to end on the CPU at tiny scale, and does
+what that method must do."""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from loop_fixtures import make_base, make_context  # noqa: E402
+
+from robot_learn.loops.help_curated import curated_runs  # noqa: E402
+from robot_learn.loops.methods import make_loop_config, make_method  # noqa: E402
+from robot_learn.policies import load_policy  # noqa: E402
+
+TINY = dict(episodes=2, train_steps=2, eval_episodes=1)
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    return make_base(tmp_path_factory.mktemp("base"))
+
+
+def run_round(tmp_path, base, method, **settings):
+    demos, base_dir = base
+    cfg = make_loop_config(method, **{**TINY, **settings})
+    ctx = make_context(tmp_path / method, demos, base_dir)
+    new_dir, numbers = make_method(ctx, cfg).run_round(1, base_dir)
+    json.dumps(numbers)  # the round report must be JSON
+    return ctx, new_dir, numbers
+
+
+def test_hgdagger_trains_on_the_base_demos_and_only_the_human_steps(tmp_path, base):
+    ctx, new_dir, numbers = run_round(tmp_path, base, "hgdagger")
+    from robot_learn.data import EpisodeStore
+
+    collected = EpisodeStore.open(ctx.run_dir / "collected.zarr")
+    human_frames = int(collected.view().read("intervention").sum())
+    assert human_frames > 0 and numbers["human_seconds"] == human_frames / ctx.rate_hz
+    train = EpisodeStore.open(ctx.run_dir / "round_01/train.zarr")
+    assert train.view().read("intervention").all()  # every aggregated step is the human's
+    assert numbers["train_frames"] == {"base": ctx.demos.num_frames, "human": train.num_frames}
+    assert load_policy(new_dir).conditions == {}
+
+
+def test_help_curation_drops_the_segments_the_critic_flags():
+    progress = np.concatenate([np.linspace(0, 0.5, 10), np.full(10, 0.5), np.linspace(0.5, 0.2, 10),
+                               np.linspace(0.2, 0.9, 10)])
+    human = np.zeros(40, dtype=bool)
+    human[34:] = True
+    kept = curated_runs(progress, human, window=3, eps=0.02, min_length=2)
+    kept_steps = {t for s, e in kept for t in range(s, e)}
+    assert set(range(0, 7)) <= kept_steps                 # rising: kept
+    assert not kept_steps & set(range(10, 17))            # flat (idle): dropped
+    assert not kept_steps & set(range(20, 27))            # falling (failure): dropped
+    assert set(range(30, 34)) <= kept_steps               # recovery: kept
+    assert not kept_steps & set(range(34, 40))            # human steps come from the human part
+
+
+def test_help_curated_mixes_base_human_and_curated_rollouts(tmp_path, base):
+    ctx, _, numbers = run_round(tmp_path, base, "help_curated", critic_steps=5, min_curated_run=2,
+                                mix={"base": 2.0, "human": 1.0, "curated": 1.0})
+    from robot_learn.data import EpisodeStore
+
+    train = EpisodeStore.open(ctx.run_dir / "round_01/train.zarr")
+    rollout = train.view(source="rollout")
+    if rollout.num_episodes:
+        assert not rollout.read("intervention").any()  # curated steps are the policy's own
+    assert set(numbers["train_frames"]) <= {"base", "human", "curated"} and "human" in numbers["train_frames"]
+
+
+def test_recap_conditions_the_policy_on_advantage_and_positive_differs_from_negative(tmp_path, base):
+    _, new_dir, numbers = run_round(tmp_path, base, "recap", critic_steps=5, train_steps=3)
+    policy = load_policy(new_dir).eval()
+    assert policy.conditions == {"advantage": 1.0} and "advantage" not in policy.obs_shapes
+    obs = {"state": torch.zeros(1, 2, 10), "env_state": torch.zeros(1, 2, 14)}
+    chunks = {}
+    for value in (1.0, -1.0):
+        generator = torch.Generator().manual_seed(0)
+        chunks[value] = policy.predict_action_chunk({**obs, "advantage": torch.full((1, 2, 1), value)},
+                                                    generator=generator)
+    assert not torch.allclose(chunks[1.0], chunks[-1.0])
+    assert set(numbers["train_frames"]) == {"base", "collected"}
+
+
+def test_autonomous_control_collects_without_an_operator_and_keeps_only_successes(tmp_path, base):
+    ctx, _, numbers = run_round(tmp_path, base, "autonomous")
+    from robot_learn.data import EpisodeStore
+
+    collected = EpisodeStore.open(ctx.run_dir / "collected.zarr")
+    assert numbers["human_seconds"] == 0 and set(collected.meta["operator"]) == {""}
+    wins = collected.view(success=True).num_frames
+    assert numbers["train_frames"] == {"base": ctx.demos.num_frames, **({"successes": wins} if wins else {})}
+
+
+def test_retrain_merge_and_success_conditioning_compose_in_one_round(tmp_path, base):
+    _, new_dir, _ = run_round(tmp_path, base, "hgdagger", train_mode="retrain", merge_alpha=0.5,
+                              return_threshold=0.5)
+    assert new_dir.name == "merged"
+    assert load_policy(new_dir).conditions == {"high_return": 1.0}
+
+
+def test_unknown_method_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown loop method 'dagger'; valid methods: hgdagger, help_curated, "
+                                         "recap, autonomous"):
+        make_loop_config("dagger")
