@@ -17,9 +17,9 @@ import time
 
 import torch
 
-from robot_learn.cli.policy_dirs import resolve_policy_dir
 from robot_learn.evaluation import EVAL_SEED, evaluate
 from robot_learn.policies import load_policy
+from robot_learn.policies.checkpoint import resolve_policy_dir
 
 DEFAULT_SETTINGS = ["ddim:1", "ddim:2", "ddim:5", "ddim:10", "ddim:20", "dpmsolver:5", "dpmsolver:10", "ddpm:100"]
 

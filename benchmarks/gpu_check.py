@@ -175,7 +175,7 @@ def train_command(out: Path, args: argparse.Namespace) -> list[str]:
         "train.warmup_steps=50", "train.ckpt_every=0", "train.log_every=50", "train.num_threads=8",
         "++train.progress_bar=false", f"eval.episodes={args.eval_episodes}", "eval.videos=0", "eval.workers=4",
     ]
-    return [sys.executable, "-m", "robot_learn.cli.main", "train", *overrides]
+    return [str(Path(sys.executable).with_name("robot-learn")), "train", *overrides]
 
 
 def run_training(out: Path, args: argparse.Namespace) -> dict:

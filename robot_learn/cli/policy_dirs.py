@@ -9,21 +9,14 @@ from robot_learn.cli.errors import CLIError
 
 
 def resolve_policy_dir(path: str | Path) -> Path:
-    """The directory holding ``config.yaml`` + ``model.safetensors`` for ``path``.
+    """:func:`robot_learn.policies.checkpoint.resolve_policy_dir`, its error a CLIError."""
+    from robot_learn.policies.checkpoint import PolicyLoadError
+    from robot_learn.policies.checkpoint import resolve_policy_dir as resolve
 
-    Accepts a policy dir itself, a training run dir (its final EMA ``policy/``) or
-    a trainer checkpoint dir (its ``ema/`` weights). A path that is none of these
-    is returned unchanged so the loader reports what is missing.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise CLIError(f"checkpoint '{path}' does not exist")
-    if (path / "config.yaml").is_file():
-        return path
-    for sub in ("policy", "ema"):
-        if (path / sub / "config.yaml").is_file():
-            return path / sub
-    return path
+    try:
+        return resolve(path)
+    except PolicyLoadError as err:
+        raise CLIError(str(err)) from None
 
 
 def load_policy_for_task(checkpoint: str | Path, task: str, *, cameras: tuple[str, ...],

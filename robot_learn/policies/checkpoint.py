@@ -35,6 +35,22 @@ class IncompatiblePolicyError(PolicyLoadError):
     """A policy's action or observation shapes do not match what the caller provides."""
 
 
+def resolve_policy_dir(path: str | Path) -> Path:
+    """The directory holding ``config.yaml`` + weights for ``path``: a policy dir itself, a
+    training run dir (its final EMA ``policy/``) or a trainer checkpoint dir (its ``ema/``).
+    A path that is none of these is returned unchanged so the loader names what is
+    missing; one that does not exist is a :class:`PolicyLoadError`."""
+    path = Path(path)
+    if not path.exists():
+        raise PolicyLoadError(f"checkpoint '{path}' does not exist")
+    if (path / CONFIG_FILE).is_file():
+        return path
+    for sub in ("policy", "ema"):
+        if (path / sub / CONFIG_FILE).is_file():
+            return path / sub
+    return path
+
+
 def config_to_dict(config: Any) -> dict[str, Any]:
     """A config dataclass as plain YAML-safe data (tuples become lists)."""
     return _plain(dataclasses.asdict(config))

@@ -1,13 +1,22 @@
 """`robot-learn hw` against emulated buses (through robot_learn.cli.hw.main)."""
 
 import json
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from robot_learn.cli.hw import main
-from robot_learn.data import EpisodeStore
+for _module in ("serial", "dynamixel_sdk", "scservo_sdk"):
+    pytest.importorskip(_module)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardware"))
+from emulator_fixtures import (  # noqa: E402,F401  (fixtures)
+    calibrate_files, koch_emulator, koch_leader_emulator, so101_emulator, so101_leader_emulator,
+)
+
+from robot_learn.cli.hw import main  # noqa: E402
+from robot_learn.data import EpisodeStore  # noqa: E402
 
 # Scans that must find every servo present use a 100 ms reply timeout: a margin for a
 # loaded machine, where the test process may not be scheduled within the default 20 ms.
@@ -241,3 +250,17 @@ def test_teleop_koch_with_the_leader_gripper_as_a_trigger(koch_emulator, koch_le
     # over 1024..3072 = 1434 ticks; a 150 ms spring), and the follower's gripper followed it
     assert koch_emulator.servos[6].value("Goal_Position") == pytest.approx(1024 + 0.2 * 2048, abs=45)
     assert not any(s.torque_enabled for s in koch_leader_emulator.servos.values())
+
+
+def test_calibrate_with_a_path_as_id_writes_nothing_and_asks_nothing(so101_emulator, tmp_path, capsys):
+    def operator(prompt: str) -> str:
+        raise AssertionError(f"the operator was asked to calibrate: {prompt}")
+
+    calib = tmp_path / "calib" / "dir"
+    code = main(["--calibration-dir", str(calib), "calibrate", "--port", so101_emulator.port, "--id", "../../x"],
+                input_fn=operator)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("robot-learn hw: error: invalid robot id '../../x'") and err.count("\n") == 1
+    assert "Traceback" not in err
+    assert not list(tmp_path.rglob("*.json"))

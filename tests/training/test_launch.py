@@ -46,9 +46,9 @@ def test_several_machines_are_refused_naming_the_backend_to_use():
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
-    (["--nproc_per_node=2", "-m", "robot_learn.cli.main", "train", "run_dir=x"],
+    (["--nproc_per_node=2", "-m", "some_package.main", "train", "run_dir=x"],
      ["--rdzv-backend=localhost", "--rdzv-endpoint=127.0.0.1:0", "--nproc_per_node=2", "-m",
-      "robot_learn.cli.main", "train", "run_dir=x"]),
+      "some_package.main", "train", "run_dir=x"]),
     (["--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=10.0.0.1:29400", "script.py"],
      ["--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=10.0.0.1:29400", "script.py"]),
     (["--standalone", "--nproc_per_node", "2", "script.py", "--master-addr=x"],
