@@ -25,7 +25,7 @@ class AutonomousConfig(LoopConfig):
     """``configs/loop/autonomous.yaml``."""
 
     method: str = "autonomous"
-    sources: dict[str, float] = field(default_factory=lambda: {"autonomous": 1.0})
+    sources: Any = field(default_factory=lambda: ["autonomous"])
 
 
 class Autonomous(Method):

@@ -37,7 +37,8 @@ class LoopConfig:
     method: str = ""
     episodes: int = 10                   # collected per round, over all sources
     collect_seed: int = 100_000          # round r uses collect_seed + 1000 r + i
-    sources: dict[str, float] = field(default_factory=lambda: {"hitl": 1.0})
+    sources: Any = field(default_factory=lambda: ["hitl"])  # names, or {name: weight}
+    source_weights: list[float] = field(default_factory=list)  # one per name (share of the episodes); none: equal
     train_mode: str = "continue"         # continue (from the current policy) | retrain (from scratch)
     train_steps: int = 500
     merge_alpha: Any = None              # RETAIN: None, a number or {module prefix: alpha}
@@ -50,7 +51,7 @@ class LoopConfig:
     def __post_init__(self) -> None:
         from robot_learn.policies.merging import check_alpha
 
-        self.sources = check_sources(self.sources)
+        self.sources = check_sources(self.sources, self.source_weights)
         if self.train_mode not in TRAIN_MODES:
             raise ValueError(f"unknown train_mode '{self.train_mode}'; valid: {', '.join(TRAIN_MODES)}")
         if self.merge_alpha is not None:

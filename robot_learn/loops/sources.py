@@ -1,7 +1,8 @@
 """Where a round's episodes come from: named sources, composed with weights.
 
-A round collects ``episodes`` episodes in all; ``sources`` (``{name: weight}``) split
-them (largest remainder). Each source runs a :class:`~robot_learn.loops.session.HITLSession`
+A round collects ``episodes`` episodes in all, split among ``sources`` by weight
+(largest remainder): ``sources=[hitl,autonomous] source_weights=[3,1]`` in a loop
+config (no weights: equal), or a ``{name: weight}`` mapping from Python. Each source runs a :class:`~robot_learn.loops.session.HITLSession`
 with the current policy and records into the run's ``collected.zarr``:
 
 - ``hitl``: under the operator, who takes over and hands back;
@@ -13,7 +14,7 @@ operator recorded with each episode). Later loops add sources with :func:`regist
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 SourceFn = Callable[[Any, int, Any, str, Any, int, int], None]
 _SOURCES: dict[str, SourceFn] = {}
@@ -28,11 +29,20 @@ def source_names() -> tuple[str, ...]:
     return tuple(_SOURCES)
 
 
-def check_sources(sources: Mapping[str, float] | list[str]) -> dict[str, float]:
-    """``{name: weight}`` (a list means equal weights); ValueError naming the valid sources
-    for an unknown name, and for a negative weight or all weights zero."""
-    sources = {str(s): 1.0 for s in sources} if isinstance(sources, (list, tuple)) else \
-        {str(k): float(v) for k, v in dict(sources).items()}
+def check_sources(sources: Mapping[str, float] | Sequence[str], weights: Sequence[float] = ()) -> dict[str, float]:
+    """``{name: weight}`` from a mapping, or from a list of names with ``weights`` (one per
+    name; none: equal). ValueError naming the valid sources for an unknown name, and for a
+    weight count that does not match, a negative weight or all weights zero."""
+    if isinstance(sources, Mapping):
+        if weights:
+            raise ValueError("give source weights either in the sources mapping or as source_weights, not both")
+        sources = {str(k): float(v) for k, v in sources.items()}
+    else:
+        names = [str(s) for s in sources]
+        if weights and len(weights) != len(names):
+            raise ValueError(f"source_weights has {len(weights)} weights for {len(names)} sources {names}; "
+                             "give one per source, or none for equal weights")
+        sources = dict(zip(names, [float(w) for w in weights] if weights else [1.0] * len(names)))
     for name, weight in sources.items():
         if name not in _SOURCES:
             raise ValueError(f"unknown source '{name}'; valid sources: {', '.join(_SOURCES)}")

@@ -26,15 +26,15 @@ def test_one_round_of_improve_runs_on_cpu_writes_reports_and_resumes(run_cli, tm
 
 
 def test_improve_composes_sources_per_round_from_config(run_cli, tmp_path):
-    out = run_cli("improve", "loop=autonomous", "rounds=1", "loop.sources={hitl:1,autonomous:1}", *TINY,
-                  "base_eval=false", timeout=300)
+    out = run_cli("improve", "loop=autonomous", "rounds=1", "loop.sources=[hitl,autonomous]",
+                  "loop.source_weights=[1,1]", *TINY, "base_eval=false", timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "2 episodes from" in out.stdout and "hitl 1" in out.stdout and "autonomous 1" in out.stdout
+    assert "2 episodes from hitl 1, autonomous 1" in out.stdout
     from robot_learn.data import EpisodeStore
 
     store = EpisodeStore.open(tmp_path / "outputs/improve/stack_autonomous/collected.zarr")
-    operators = sorted(str(o) for o in store.meta["operator"])
-    assert operators[0] == "" and operators[1] != ""  # one episode each: no operator, then the operator
+    operators = [str(o) for o in store.meta["operator"]]
+    assert operators[0] != "" and operators[1] == ""  # one episode each: the operator's, then none
 
 
 def test_unknown_loop_method_is_a_clear_error(user_error):
@@ -48,11 +48,14 @@ def test_unknown_loop_is_a_clear_error(user_error):
 
 
 def test_unknown_source_is_a_clear_error(user_error):
-    line = user_error("improve", "loop.sources={hitl:1,guided:1}", *TINY)
+    line = user_error("improve", "loop.sources=[hitl,guided]", *TINY)
     assert "unknown source 'guided'; valid sources: hitl, autonomous" in line
 
 
 def test_negative_or_all_zero_source_weights_are_clear_errors(user_error):
     assert "source 'hitl' has weight -1.0; weights must be >= 0" in user_error(
-        "improve", "loop.sources={hitl:-1}", *TINY)
-    assert "source weights are all zero" in user_error("improve", "loop.sources={hitl:0,autonomous:0}", *TINY)
+        "improve", "loop.source_weights=[-1]", *TINY)
+    assert "source weights are all zero" in user_error(
+        "improve", "loop.sources=[hitl,autonomous]", "loop.source_weights=[0,0]", *TINY)
+    assert "source_weights has 1 weights for 2 sources ['hitl', 'autonomous']" in user_error(
+        "improve", "loop.sources=[hitl,autonomous]", "loop.source_weights=[1]", *TINY)

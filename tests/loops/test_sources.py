@@ -13,8 +13,12 @@ def test_episodes_split_by_weight_and_sum_exactly():
     assert sum(split_episodes(7, {"hitl": 1.0, "autonomous": 1.0}).values()) == 7
 
 
-def test_a_list_of_sources_means_equal_weights():
+def test_a_list_of_sources_takes_one_weight_each_or_none_for_equal_weights():
     assert check_sources(["hitl", "autonomous"]) == {"hitl": 1.0, "autonomous": 1.0}
+    assert make_loop_config("hgdagger", sources=["hitl", "autonomous"], source_weights=[3, 1]).sources == {
+        "hitl": 3.0, "autonomous": 1.0}
+    with pytest.raises(ValueError, match=r"source_weights has 1 weights for 2 sources \['hitl', 'autonomous'\]"):
+        make_loop_config("hgdagger", sources=["hitl", "autonomous"], source_weights=[1])
 
 
 @pytest.mark.parametrize("sources, message", [
