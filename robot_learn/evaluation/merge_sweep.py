@@ -15,7 +15,8 @@ def alpha_sweep(base: Any, finetuned: Any, alphas: Sequence[float | Mapping[str,
                 other_tasks: Sequence[str] = (), *, episodes: int = 50,
                 success: Callable[[Any, str], Any] | None = None, **evaluate_kwargs: Any) -> list[dict[str, Any]]:
     """One row per α: ``{"alpha", "target": summary, "others": {task: summary},
-    "retention": {task: merged / base success}}`` (summaries: ``SuccessSummary``).
+    "retention": {task: merged / base success, None where the base never succeeds}}``
+    (summaries: ``SuccessSummary``).
     ``success(policy, task)`` defaults to :func:`~robot_learn.evaluation.evaluate`'s summary."""
     from robot_learn.policies.merging import merge_policies
 
@@ -32,5 +33,5 @@ def alpha_sweep(base: Any, finetuned: Any, alphas: Sequence[float | Mapping[str,
         others = {task: success(merged, task) for task in other_tasks}
         rows.append({"alpha": alpha, "target": success(merged, target_task), "others": others,
                      "retention": {t: s.success_rate / base_on[t].success_rate if base_on[t].success_rate else
-                                   float("nan") for t, s in others.items()}})
+                                   None for t, s in others.items()}})
     return rows
