@@ -19,7 +19,7 @@ from gymnasium import spaces
 from . import arm
 from .rendering import CameraRenderer, check_cameras
 from .scene import COLOUR_NAMES, PALETTE, build_scene
-from .task_base import N_PARAMS, FamilyTask, quat_of_yaw, yaw_of_quat
+from .task_base import N_PARAMS, FamilyTask, quat_of_yaw
 
 FAMILIES = ("stack", "peg", "bin")
 ACTION_MODES = ("pose", "joint")
@@ -41,6 +41,22 @@ SCENE_LABELS = ("move_x", "move_y", "move_z", "move_cos4yaw", "move_sin4yaw",
                 "target_x", "target_y", "target_z", "target_cos4yaw", "target_sin4yaw",
                 "tcp_x", "tcp_y", "tcp_z", "gripper")
 SCENE_LABEL_DIM = len(SCENE_LABELS)
+POSE_LABEL_DIM = 10  # the objects' part of SCENE_LABELS (both roles' position and 4-fold yaw)
+
+
+def object_pose_labels(env_state: np.ndarray) -> np.ndarray:
+    """``[N, 14]`` ``env_state`` rows (per role: position, (w, x, y, z) quaternion) ->
+    ``[N, 10]``, the first ``POSE_LABEL_DIM`` of ``SCENE_LABELS``: per role, position
+    and (cos 4y, sin 4y) of the yaw (cubes, square pegs and bins repeat every quarter turn)."""
+    env_state = np.asarray(env_state, dtype=np.float64)
+    out = np.empty((len(env_state), POSE_LABEL_DIM), dtype=np.float32)
+    for i in range(2):
+        pos, q = env_state[:, 7 * i: 7 * i + 3], env_state[:, 7 * i + 3: 7 * i + 7]
+        yaw = np.arctan2(2.0 * (q[:, 0] * q[:, 3] + q[:, 1] * q[:, 2]), 1.0 - 2.0 * (q[:, 2] ** 2 + q[:, 3] ** 2))
+        out[:, 5 * i: 5 * i + 3] = pos
+        out[:, 5 * i + 3] = np.cos(4.0 * yaw)
+        out[:, 5 * i + 4] = np.sin(4.0 * yaw)
+    return out
 
 # get_state() header: version, family, variant, template, step count, 3 colours.
 _HEADER = 8
@@ -304,10 +320,8 @@ class TabletopEnv(gym.Env):
         instruction names. Never an observation: sim training only.
         """
         out = np.empty(SCENE_LABEL_DIM, dtype=np.float32)
-        for i, role in enumerate(("move", "target")):
-            pos, quat = self.object_pose(role)
-            yaw4 = 4.0 * yaw_of_quat(quat)
-            out[5 * i : 5 * i + 5] = (*pos, math.cos(yaw4), math.sin(yaw4))
+        poses = np.concatenate([np.concatenate(self.object_pose(role)) for role in ("move", "target")])
+        out[:POSE_LABEL_DIM] = object_pose_labels(poses[None])[0]
         out[10:13] = self.tcp_pose()[0]
         out[13] = self.gripper_command()
         return out

@@ -36,7 +36,23 @@ def prepare_frame_features(policy_config: Any, view: Any, task: str, data_path: 
     torch_device = resolve_device(device)  # pretraining and caching run where training will
     encoder = ensure_frame_encoder(policy_config, task, Path(data_path).parent / "frame_encoders", torch_device)
     policy_config = dataclasses.replace(policy_config, frame_encoder=dataclasses.asdict(encoder.config))
+    if encoder.config.output == "poses":
+        return policy_config, encoder, {FEATURES_KEY: true_poses(view, data_path)}
     return policy_config, encoder, {FEATURES_KEY: cached_features(view, encoder, torch_device)}
+
+
+def true_poses(view: Any, data_path: str) -> np.ndarray:
+    """Output ``poses``: the policy trains on every frame's true object poses (from the
+    store's ``env_state``; sim demos only, training only) and deploys on the encoder's
+    predictions of them. Features computed from the encoder's own predictions would be
+    noisy on the demo frames, and a policy fitted to noisy inputs learns to trust them
+    less (it aimed short of the cube, toward the table's centre)."""
+    from robot_learn.envs.base_env import object_pose_labels
+
+    if "env_state" not in view.store.schema:
+        raise CLIError(f"demo store {data_path} has no 'env_state'; frame_encoder.output=poses trains on the true "
+                       "object poses of simulated demos. Use output=latent for stores without them")
+    return object_pose_labels(view.store.read("env_state"))
 
 
 def encoder_settings_key(policy_config: Any, tasks: list[str]) -> str:
@@ -44,7 +60,9 @@ def encoder_settings_key(policy_config: Any, tasks: list[str]) -> str:
     version of the rendered scenes."""
     from robot_learn.envs.scene_frames import SCENE_FRAMES_VERSION
 
-    document = {"frame_encoder": policy_config.frame_encoder, "frame_pretraining": policy_config.frame_pretraining,
+    # The output setting only says what policies read, so every output shares one pretraining.
+    settings = {k: v for k, v in policy_config.frame_encoder.items() if k != "output"}
+    document = {"frame_encoder": settings, "frame_pretraining": policy_config.frame_pretraining,
                 "tasks": tasks, "scene_frames": SCENE_FRAMES_VERSION}
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:10]
 
@@ -83,6 +101,7 @@ def ensure_frame_encoder(policy_config: Any, task: str, root: Path, device: Any 
     from robot_learn.training.frame_pretraining import pretrain_frame_encoder
 
     pretrain = FramePretrainConfig(**policy_config.frame_pretraining)
+    output = FrameEncoderConfig(**policy_config.frame_encoder).output
     tasks = pretrain.tasks or [task]
     directory = root / f"{'_'.join(tasks)}_{encoder_settings_key(policy_config, tasks)}"
     if (directory / "model.safetensors").exists():
@@ -90,6 +109,7 @@ def ensure_frame_encoder(policy_config: Any, task: str, root: Path, device: Any 
             encoder = FrameEncoder.load(directory)
         except ValueError as exc:
             raise CLIError(f"{exc}; delete {directory} to pretrain it again") from None
+        encoder.config.output = output
         print(f"      using the frame encoder in {directory} ({encoder.identity()})")
         return encoder
     encoder_config = FrameEncoderConfig(**policy_config.frame_encoder)

@@ -38,7 +38,9 @@ from robot_learn.policies.vision_encoder import VisionEncoder
 
 FEATURES_KEY = "features"
 SIGNALS = ("privileged", "autoencoder")
-OUTPUTS = ("labels", "latent")
+OUTPUTS = ("labels", "latent", "poses")
+POSE_LABELS = ("move_x", "move_y", "move_z", "move_cos4yaw", "move_sin4yaw",
+               "target_x", "target_y", "target_z", "target_cos4yaw", "target_sin4yaw")
 
 
 @dataclass
@@ -59,8 +61,10 @@ class FrameEncoderConfig:
     label_names: list[str] = field(default_factory=list)
     recon_size: int = 32
     # What policies read: "latent" (the fused features; the only output of the label-free
-    # signal) or "labels" (the privileged head's predictions in real units, a small state
-    # estimate). On bin_place, latent reached 68% and labels 36% (docs/benchmarks.md).
+    # signal), "labels" (the privileged head's predictions in real units, a small state
+    # estimate), or "poses" (the predicted object poses, POSE_LABELS; the policy then trains
+    # on the true poses of the demo frames, sim only, and deploys on the predictions).
+    # On bin_place, latent reached 68% and labels 36% (docs/benchmarks.md).
     output: str = "latent"
 
     def __post_init__(self) -> None:
@@ -117,6 +121,8 @@ def apply_frame_encoder_settings(config: Any) -> None:
 
 def output_dim(config: FrameEncoderConfig) -> int:
     """Size of an encoder's output to policies (label count before labels are known: 0)."""
+    if config.output == "poses":
+        return len(POSE_LABELS)
     return len(config.label_names) if config.output == "labels" else int(config.feature_dim)
 
 
@@ -165,7 +171,12 @@ class FrameEncoder(nn.Module):
     def encode(self, images: Mapping[str, torch.Tensor], instructions: Sequence[str] | None = None) -> torch.Tensor:
         """What policies read: predicted labels or the latent, as ``config.output`` says."""
         latent = self(images, instructions)
-        return self.predict_labels(latent) if self.config.output == "labels" else latent
+        if self.config.output == "latent":
+            return latent
+        labels = self.predict_labels(latent)
+        if self.config.output == "poses":
+            return labels[:, [self.config.label_names.index(n) for n in POSE_LABELS]]
+        return labels
 
     def forward(self, images: Mapping[str, torch.Tensor], instructions: Sequence[str] | None = None) -> torch.Tensor:
         missing = [c for c in self.config.cameras if c not in images]

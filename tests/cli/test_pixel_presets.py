@@ -82,3 +82,29 @@ def test_pixel_preset_with_another_resolution_is_one_line_error(pixel_run, run_c
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "(96, 96, 3)" in lines[0] and "(64, 64, 3)" in lines[0]
+
+
+def test_poses_output_reuses_the_encoder_and_trains_on_the_true_poses(pixel_run):
+    """output=poses shares the pretrained encoder (output is not part of its key), trains
+    on the demo frames' true object poses, and deploys on the encoder's predictions."""
+    tmp, out, run = pixel_run
+    assert out.returncode == 0, out.stderr[-3000:]
+    poses = run("run_dir=run5", "+policy.frame_encoder.output=poses")
+    assert poses.returncode == 0, poses.stderr[-3000:]
+    assert "using the frame encoder in" in poses.stdout and "features cache" not in poses.stdout
+    policy = load_policy(tmp / "run5" / "policy")
+    assert policy.frame_encoder.config.output == "poses" and policy.config.state_dims["features"] == 10
+    assert set(policy.obs_shapes) == {"state", "images/front", "images/wrist"}
+
+
+def test_poses_output_on_a_store_without_env_state_is_one_line_error(pixel_run, run_cli):
+    tmp, _, _ = pixel_run
+    episode = EpisodeStore.open(tmp / "data" / "px.zarr").episode(0)
+    no_env_state = EpisodeStore.create(tmp / "data" / "no_env_state.zarr")
+    no_env_state.append_episode({k: v for k, v in episode["steps"].items() if k != "env_state"}, episode["meta"])
+    del no_env_state
+    out = run_cli("train", *TINY, f"data.path={tmp / 'data' / 'no_env_state.zarr'}",
+                  "+policy.frame_encoder.output=poses", "run_dir=run6")
+    assert out.returncode == 2, out.stderr[-2000:]
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "has no 'env_state'" in lines[0] and "output=latent" in lines[0]

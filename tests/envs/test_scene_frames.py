@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.base_env import SCENE_LABELS
-from envs.scene import CUBE_HALF
-from envs.scene_frames import render_scene_frames
+from robot_learn.envs.base_env import SCENE_LABELS
+from robot_learn.envs.scene import CUBE_HALF
+from robot_learn.envs.scene_frames import render_scene_frames
 
 L = {name: i for i, name in enumerate(SCENE_LABELS)}
 MOVE, TCP = [L["move_x"], L["move_y"], L["move_z"]], [L["tcp_x"], L["tcp_y"], L["tcp_z"]]
@@ -34,3 +34,19 @@ def test_placed_frames_put_the_object_where_the_task_wants_it():
 def test_fractions_outside_zero_to_one_are_refused_naming_them(fractions):
     with pytest.raises(ValueError, match="near_object, held and placed"):
         render_scene_frames(["stack"], 1, cameras=("front",), image_size=24, **fractions)
+
+
+def test_object_pose_labels_of_env_state_equal_the_scene_labels_objects_part():
+    """Policies of output=poses train on labels computed from env_state and deploy on an
+    encoder trained on scene_labels(): the two must agree, mid-episode too."""
+    from robot_learn.envs import make_env, make_expert
+    from robot_learn.envs.base_env import POSE_LABEL_DIM, object_pose_labels
+
+    env = make_env("bin_place", cameras=(), max_steps=40)
+    obs, _ = env.reset(seed=5)
+    expert = make_expert("bin_place", seed=5)
+    expert.reset(env.unwrapped)
+    for _ in range(25):  # into the carry
+        np.testing.assert_allclose(object_pose_labels(obs["env_state"][None])[0],
+                                   env.unwrapped.scene_labels()[:POSE_LABEL_DIM], atol=1e-5)
+        obs, *_ = env.step(expert.act(None, env.unwrapped))

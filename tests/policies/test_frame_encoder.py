@@ -100,3 +100,18 @@ def test_labels_output_gives_policies_the_predicted_scene_labels():
         frames = _frames()
         expected = encoder.predict_labels(encoder(frames, ["put red cube"] * 3))
         assert torch.allclose(encoder.encode(frames, ["put red cube"] * 3), expected)
+
+
+def test_poses_output_gives_policies_the_predicted_object_poses_only():
+    from robot_learn.envs.base_env import SCENE_LABELS
+    from robot_learn.policies.frame_encoder import POSE_LABELS
+
+    settings = {**LABELS, "label_names": list(SCENE_LABELS), "output": "poses"}
+    assert diffusion_pixels_config(frame_encoder=settings).state_dims[FEATURES_KEY] == len(POSE_LABELS)
+    encoder = FrameEncoder(FrameEncoderConfig(**settings)).eval()
+    with torch.no_grad():
+        encoder.label_mean.copy_(torch.arange(len(SCENE_LABELS), dtype=torch.float32))
+        frames = _frames()
+        labels = encoder.predict_labels(encoder(frames, ["put red cube"] * 3))
+        poses = encoder.encode(frames, ["put red cube"] * 3)
+    assert torch.allclose(poses, labels[:, [SCENE_LABELS.index(n) for n in POSE_LABELS]])
