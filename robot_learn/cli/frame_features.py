@@ -28,6 +28,7 @@ def prepare_frame_features(policy_config: Any, view: Any, task: str, data_path: 
     encoder's full settings (vocabulary, label names), so the policy can hold it."""
     from robot_learn.policies.frame_encoder import FEATURES_KEY
     from robot_learn.training.distributed import resolve_device
+    from robot_learn.training.frame_pretraining import with_scene_labels
 
     if not policy_config.frame_encoder:
         return policy_config, None, {}
@@ -65,17 +66,6 @@ def encoder_settings_key(policy_config: Any, tasks: list[str]) -> str:
     document = {"frame_encoder": settings, "frame_pretraining": policy_config.frame_pretraining,
                 "tasks": tasks, "scene_frames": SCENE_FRAMES_VERSION}
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:10]
-
-
-def with_scene_labels(policy_config: Any) -> Any:
-    """The config with the privileged encoder's label names filled in from the envs."""
-    from robot_learn.envs.base_env import SCENE_LABELS
-
-    settings = dict(policy_config.frame_encoder)
-    if settings and settings.get("signal", "privileged") == "privileged" and not settings.get("label_names"):
-        settings["label_names"] = list(SCENE_LABELS)
-        return dataclasses.replace(policy_config, frame_encoder=settings)
-    return policy_config
 
 
 def check_store_has_cameras(view: Any, policy_config: Any, path: str) -> None:

@@ -8,6 +8,7 @@ object the instruction names, which is what a policy needs from the frame.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -101,3 +102,14 @@ def _batch(images: Mapping[str, np.ndarray], labels: np.ndarray | None, instruct
 def default_steps_for(frames: int, epochs: float = 30.0, batch_size: int = 64) -> int:
     """Steps for ``epochs`` passes over ``frames`` frames."""
     return max(1, math.ceil(frames * epochs / batch_size))
+
+
+def with_scene_labels(policy_config: Any) -> Any:
+    """The config with the privileged encoder's label names filled in from the envs."""
+    from robot_learn.envs.base_env import SCENE_LABELS
+
+    settings = dict(policy_config.frame_encoder)
+    if settings and settings.get("signal", "privileged") == "privileged" and not settings.get("label_names"):
+        settings["label_names"] = list(SCENE_LABELS)
+        return dataclasses.replace(policy_config, frame_encoder=settings)
+    return policy_config

@@ -8,7 +8,7 @@ from gpu_fixtures import CONFIGS, CUDA, INSTRUCTIONS, stats_for
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from robot_learn.cli.frame_features import with_scene_labels
+from robot_learn.training.frame_pretraining import with_scene_labels
 from robot_learn.policies import get_policy_class, make_policy, to_torch
 from robot_learn.policies.diffusion import DiffusionConfig
 from robot_learn.policies.discrete_diffusion import DiscreteDiffusionConfig
