@@ -19,7 +19,7 @@ from gymnasium import spaces
 from . import arm
 from .rendering import CameraRenderer, check_cameras
 from .scene import COLOUR_NAMES, PALETTE, build_scene
-from .task_base import N_PARAMS, FamilyTask, quat_of_yaw
+from .task_base import N_PARAMS, FamilyTask, quat_of_yaw, yaw_of_quat
 
 FAMILIES = ("stack", "peg", "bin")
 ACTION_MODES = ("pose", "joint")
@@ -51,9 +51,8 @@ def object_pose_labels(env_state: np.ndarray) -> np.ndarray:
     env_state = np.asarray(env_state, dtype=np.float64)
     out = np.empty((len(env_state), POSE_LABEL_DIM), dtype=np.float32)
     for i in range(2):
-        pos, q = env_state[:, 7 * i: 7 * i + 3], env_state[:, 7 * i + 3: 7 * i + 7]
-        yaw = np.arctan2(2.0 * (q[:, 0] * q[:, 3] + q[:, 1] * q[:, 2]), 1.0 - 2.0 * (q[:, 2] ** 2 + q[:, 3] ** 2))
-        out[:, 5 * i: 5 * i + 3] = pos
+        yaw = yaw_of_quat(env_state[:, 7 * i + 3: 7 * i + 7])
+        out[:, 5 * i: 5 * i + 3] = env_state[:, 7 * i: 7 * i + 3]
         out[:, 5 * i + 3] = np.cos(4.0 * yaw)
         out[:, 5 * i + 4] = np.sin(4.0 * yaw)
     return out

@@ -47,10 +47,10 @@ class _Crowded(Exception):
     """No free spot left for the next object in this layout draw."""
 
 
-def yaw_of_quat(q: np.ndarray) -> float:
-    """Heading (rotation about world z) of a (w, x, y, z) quaternion."""
-    w, x, y, z = q
-    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+def yaw_of_quat(q: np.ndarray) -> float | np.ndarray:
+    """Heading (rotation about world z) of a (w, x, y, z) quaternion, or of each row of ``[..., 4]``."""
+    w, x, y, z = np.moveaxis(np.asarray(q, dtype=np.float64), -1, 0)
+    return np.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
 
 
 def quat_of_yaw(yaw: float) -> np.ndarray:
