@@ -46,11 +46,8 @@ def _save_policy(directory, action_dim=6, state_dim=6, env_state_dim=0):
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+def _one_thread(one_torch_thread):
+    """Every test here on one torch thread (tests/conftest.py)."""
 
 
 class GoalMonitor:
