@@ -9,15 +9,13 @@ import argparse
 import importlib
 import os
 import sys
-from collections import deque
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from robot_learn.cli.errors import OneLineArgumentParser, run_command
 from robot_learn.hardware import (
-    JOINT_NAMES, ROBOTS, ChunkInterpolator, DynamixelBus, FeetechBus, RateLoop, SafetyConfig, ServoArm,
-    find_port, list_ports, make_arm,
+    JOINT_NAMES, ROBOTS, DynamixelBus, FeetechBus, RateLoop, SafetyConfig, find_port, list_ports, make_arm,
 )
 from robot_learn.hardware.bus import Motor
 
@@ -96,67 +94,6 @@ def _parser() -> argparse.ArgumentParser:
                    help="largest change per command in the arm's units (default: the arm's own limit)")
     p.add_argument("--seed", type=int, default=0, help="seed of the policy's sampling noise")
     return parser
-
-
-class SavedPolicyDriver:
-    """Runs a policy saved by `robot_learn.policies` on an arm: the arm's joint positions
-    (in its normalised units, joint order) are the policy's `state`, and the policy's
-    joint-mode actions are the joint targets.
-
-    Without interpolation every loop tick calls `select_action` (the policy's own
-    receding-horizon queue). With it, a chunk is predicted at `policy_hz` and its executed
-    part is interpolated linearly onto the `loop_hz` ticks (`ChunkInterpolator`); the
-    observation history is sampled at `policy_hz`, the rate the policy was trained at."""
-
-    def __init__(self, directory: str, arm: ServoArm, loop_hz: float, interpolate: bool = False,
-                 policy_hz: float = 10.0, instruction: str | None = None, seed: int = 0) -> None:
-        import torch
-
-        from robot_learn.policies import IncompatiblePolicyError, load_policy
-
-        self._torch = torch
-        self.joint_names = arm.joint_names
-        n = len(self.joint_names)
-        try:
-            self.policy = load_policy(directory, action_dim=n, obs_shapes={"state": (n,)})
-        except IncompatiblePolicyError as exc:
-            raise ValueError(
-                f"policy {directory} does not fit {arm.config.robot_type}: the arm provides 'state' = its {n} "
-                f"joint positions ({', '.join(self.joint_names)}) and takes {n} joint targets; {exc}") from None
-        self.policy.reset()
-        self.instruction = instruction
-        self.generator = torch.Generator().manual_seed(seed)
-        self.interpolator = ChunkInterpolator(policy_hz, loop_hz) if interpolate else None
-        self._history: deque[np.ndarray] = deque(maxlen=self.policy.obs_horizon)
-        self._phase = 1.0  # in policy steps; >= 1 means "sample an observation now"
-        self._ratio = policy_hz / loop_hz
-
-    def __call__(self, obs: dict[str, Any]) -> np.ndarray:
-        """The joint targets for this loop tick."""
-        state = np.array([obs[j] for j in self.joint_names], dtype=np.float32)
-        if self.interpolator is None:
-            step = {"state": state[None]}
-            if self.instruction is not None:
-                step["instruction"] = self.instruction
-            return self.policy.select_action(step, generator=self.generator)[0].cpu().numpy()
-        if self._phase >= 1.0 - 1e-9:
-            self._phase -= 1.0
-            if not self._history:  # episode start: pad with the first observation
-                self._history.extend([state] * self.policy.obs_horizon)
-            self._history.append(state)
-        self._phase += self._ratio
-        if self.interpolator.exhausted:
-            hist = {"state": self._torch.from_numpy(np.stack(self._history)[None])}
-            if self.instruction is not None:
-                hist["instruction"] = [self.instruction]
-            with self._torch.no_grad():
-                chunk = self.policy.predict_action_chunk(hist, generator=self.generator)[0].cpu().numpy()
-            # Play the executed actions plus the one after them (when the chunk has it) as the
-            # end point of the last interval, so a chunk fills exactly execute_horizon policy
-            # steps and the next chunk is predicted when its first action is due.
-            start = self.policy.obs_horizon - 1  # chunk index of the current step
-            self.interpolator.set_chunk(chunk[start:start + self.policy.execute_horizon + 1])
-        return self.interpolator.next().astype(np.float32)
 
 
 def _load_callable(spec: str) -> Callable[[dict], Any]:
@@ -259,6 +196,8 @@ def _run(args: argparse.Namespace, input_fn: Callable[[str], str]) -> int:
             kwargs["safety"] = SafetyConfig(max_relative_step=args.max_step)
         arm = _make(args, **kwargs)
         if os.path.isdir(args.policy):
+            from robot_learn.loops.saved_policy_driver import SavedPolicyDriver  # torch: only when needed
+
             policy: Callable[[dict], Any] = SavedPolicyDriver(
                 args.policy, arm, args.hz, interpolate=args.interpolate, policy_hz=args.policy_hz,
                 instruction=args.instruction, seed=args.seed)
@@ -284,4 +223,4 @@ def main(argv: Sequence[str], input_fn: Callable[[str], str] = input) -> int:
     return run_command("robot-learn hw", lambda args: _run(_parser().parse_args(args), input_fn), argv)
 
 
-__all__ = ["main", "SavedPolicyDriver", "JOINT_NAMES"]
+__all__ = ["main", "JOINT_NAMES"]

@@ -15,8 +15,9 @@ for _module in ("serial", "dynamixel_sdk", "scservo_sdk"):
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardware"))
 from emulator_fixtures import calibrate_files, so101_emulator  # noqa: E402,F401  (fixtures)
 
-from robot_learn.cli.hw import SavedPolicyDriver, main  # noqa: E402
+from robot_learn.cli.hw import main  # noqa: E402
 from robot_learn.hardware import so101_follower  # noqa: E402
+from robot_learn.loops.saved_policy_driver import SavedPolicyDriver  # noqa: E402
 
 torch = pytest.importorskip("torch")
 from robot_learn.policies import DiffusionConfig, make_policy  # noqa: E402
