@@ -162,7 +162,9 @@ def train_app(cfg: DictConfig) -> int:
     if not group.is_main:
         demos = ensure_demos(cfg, task)
 
-    # 2. Policy and sampler.
+    # 2. Policy and sampler (train.num_threads also covers the frame encoder's pretraining).
+    if train_cfg.num_threads:
+        torch.set_num_threads(train_cfg.num_threads)
     check_store_fits_policy(demos, policy_config, cfg.data.path)
     # Pixel presets: a pretrained frame encoder, and its features cached in the store;
     # rank 0 pretrains and caches, the other ranks then load both.
@@ -178,8 +180,6 @@ def train_app(cfg: DictConfig) -> int:
     policy = build_policy_for_view(policy_config, demos, derived, name=policy_name)
     if encoder is not None:
         policy.frame_encoder.load_state_dict(encoder.state_dict())
-    if train_cfg.num_threads:
-        torch.set_num_threads(train_cfg.num_threads)
     sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=train_cfg.batch_size,
                             seed=rank_seed(int(cfg.data.sampler_seed)), derived=derived)
