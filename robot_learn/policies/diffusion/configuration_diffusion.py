@@ -17,6 +17,7 @@ from robot_learn.policies.config_checks import (
 from robot_learn.policies.vision_encoder import VISION_POOLS
 
 DENOISERS = ("unet", "transformer")
+HEADS = ("diffusion", "mip")
 INFERENCE_SCHEDULERS = ("ddpm", "ddim", "dpmsolver")
 PREDICTION_TYPES = ("epsilon", "sample")
 TEXT_ENCODERS = ("none", "vocab", "pretrained")
@@ -71,6 +72,10 @@ class DiffusionConfig:
     transformer_cond_layers: int = 1
     transformer_dropout: float = 0.0
     transformer_causal: bool = True
+    # head: "diffusion" (DDPM training, sampled by inference_scheduler) or "mip" (two network
+    # passes, no noise; see mip_head.py), which ignores the diffusion settings below
+    head: str = "diffusion"
+    mip_t_star: float = 0.9
     # diffusion
     num_train_timesteps: int = 100
     beta_schedule: str = "squaredcos_cap_v2"
@@ -102,6 +107,10 @@ class DiffusionConfig:
     def validate(self) -> None:
         """Raise ValueError naming the bad setting and the valid choices."""
         check_choice("denoiser", self.denoiser, DENOISERS)
+        check_choice("head", self.head, HEADS)
+        if self.inference_scheduler == "mip":
+            raise ValueError("inference_scheduler 'mip': MIP is a head trained for its two passes, not a sampler; "
+                             f"set head='mip' (policy.head=mip); samplers: {', '.join(INFERENCE_SCHEDULERS)}")
         check_choice("inference_scheduler", self.inference_scheduler, INFERENCE_SCHEDULERS)
         check_choice("prediction_type", self.prediction_type, PREDICTION_TYPES)
         check_choice("text_encoder", self.text_encoder, TEXT_ENCODERS)
@@ -113,6 +122,8 @@ class DiffusionConfig:
         check_at_least(self, ("action_dim", "obs_horizon", "action_horizon", "execute_horizon", "num_train_timesteps",
                               "num_inference_steps"), 1)
         check_execution_fits_chunk(self)
+        if not 0.0 < self.mip_t_star < 1.0:
+            raise ValueError(f"mip_t_star must be strictly between 0 and 1, got {self.mip_t_star}")
         if self.num_inference_steps > self.num_train_timesteps:
             raise ValueError(f"num_inference_steps ({self.num_inference_steps}) exceeds num_train_timesteps ({self.num_train_timesteps})")
         if self.denoiser == "unet":

@@ -8,6 +8,9 @@ observation window.
 
 Sampling: start from Gaussian noise and run a diffusers scheduler (DDPM, DDIM or
 DPM-Solver++) for ``num_inference_steps``, clip to [-1, 1], unnormalise.
+
+With ``head="mip"`` the same denoiser is trained on MIP's two-point loss instead and
+predicts in two noiseless passes (``mip_head.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from diffusers import DDIMScheduler, DDPMScheduler, DPMSolverMultistepScheduler
 from robot_learn.policies.base import Obs, Policy
 from robot_learn.policies.config_checks import check_choice
 from robot_learn.policies.diffusion.configuration_diffusion import INFERENCE_SCHEDULERS, DiffusionConfig
+from robot_learn.policies.diffusion.mip_head import MIP_PASSES, check_sampler_fits_head, mip_loss, mip_sample
 from robot_learn.policies.diffusion.transformer_denoiser import TransformerDenoiser
 from robot_learn.policies.diffusion.unet1d import ConditionalUnet1D
 from robot_learn.policies.normalizer import MinMaxNormalizer
@@ -123,10 +127,18 @@ class DiffusionPolicy(Policy):
         # Training adds noise with the DDPM forward process, the same schedule every sampler reverses.
         self.noise_scheduler = make_inference_scheduler("ddpm", config)
         self.sampler = make_inference_scheduler(config.inference_scheduler, config)
-        self.num_inference_steps = config.num_inference_steps
+        self.num_inference_steps = MIP_PASSES if config.head == "mip" else config.num_inference_steps  # network calls
 
     def set_inference_scheduler(self, kind: str, num_inference_steps: int | None = None) -> None:
-        """Switch the sampler (``ddpm``, ``ddim`` or ``dpmsolver``) and its step count without retraining."""
+        """Switch the sampler (``ddpm``, ``ddim`` or ``dpmsolver``) and its step count without retraining.
+
+        A ``head="mip"`` policy has one way to predict, ``kind="mip"`` (two passes); asking
+        either head for the other's is a ValueError naming both."""
+        check_sampler_fits_head(kind, self.config.head)
+        if self.config.head == "mip":
+            if num_inference_steps not in (None, MIP_PASSES):
+                raise ValueError(f"head 'mip' always runs {MIP_PASSES} passes, got num_inference_steps={num_inference_steps}")
+            return
         steps = self.num_inference_steps if num_inference_steps is None else int(num_inference_steps)
         if not 1 <= steps <= self.config.num_train_timesteps:
             raise ValueError(f"num_inference_steps must be in [1, {self.config.num_train_timesteps}], got {steps}")
@@ -135,10 +147,13 @@ class DiffusionPolicy(Policy):
 
     # --- training ---------------------------------------------------------------
     def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
-        """DDPM denoising loss on a batch ``{"obs", "action" [B, Ta, A], "instruction"?}``."""
+        """DDPM denoising loss (MIP's two-point loss for ``head="mip"``) on a batch
+        ``{"obs", "action" [B, Ta, A], "instruction"?}``."""
         actions = self._batch_actions(batch)
         obs_features, text_features = self._encode(self._obs_from_batch(batch))
         clean = self.action_normalizer.normalize(actions)  # a0 in [-1, 1]
+        if self.config.head == "mip":
+            return mip_loss(self.denoiser, clean, obs_features, text_features, self.config.mip_t_star)
         noise = torch.randn_like(clean)  # eps
         timesteps = torch.randint(0, self.config.num_train_timesteps, (clean.shape[0],), device=clean.device)
         noisy = self.noise_scheduler.add_noise(clean, noise, timesteps)  # a_t
@@ -149,10 +164,14 @@ class DiffusionPolicy(Policy):
     # --- inference --------------------------------------------------------------
     @torch.no_grad()
     def predict_action_chunk(self, obs: Obs, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Sample an unnormalised chunk ``[B, action_horizon, A]``; a seeded ``generator`` makes it reproducible."""
+        """Sample an unnormalised chunk ``[B, action_horizon, A]``; a seeded ``generator`` makes it reproducible
+        (the MIP head draws no noise)."""
         obs_features, text_features = self._encode(obs)
         batch, device = obs_features.shape[0], obs_features.device
         shape = (batch, self.action_horizon, self.action_dim)
+        if self.config.head == "mip":
+            sample = mip_sample(self.denoiser, obs_features, text_features, shape, self.config.mip_t_star)
+            return self.action_normalizer.unnormalize(sample.clamp(-1.0, 1.0))
         noise_device = generator.device if generator is not None else device
         sample = torch.randn(shape, generator=generator, device=noise_device, dtype=torch.float32).to(device)
 
