@@ -14,6 +14,12 @@ The final row of each setup is the run's own 50-episode evaluation, with its Wil
 interval and its total wall time (evaluation included).
 
     python benchmarks/bench_pixels.py --task bin_place --setups privileged,autoencoder,state,scratch
+
+Each setup's row is written to ``<run>/bench_row.json`` as soon as it finishes, so
+setups run in separate invocations (e.g. two at once, one torch thread each) can be
+put in one table and plot afterwards:
+
+    python benchmarks/bench_pixels.py --table outputs/bench_pixels_A/*/privileged outputs/bench_pixels_B/*/state
 """
 
 from __future__ import annotations
@@ -45,7 +51,13 @@ def main() -> int:
     parser.add_argument("--demos", type=int, default=100)
     parser.add_argument("--out", default="outputs/bench_pixels")
     parser.add_argument("--extra", default="", help="more overrides for every run, space-separated")
+    parser.add_argument("--table", nargs="+", metavar="RUN_DIR",
+                        help="only print the table and plot of these finished setups' runs")
     args = parser.parse_args()
+    if args.table:
+        rows = [json.loads((Path(d) / "bench_row.json").read_text()) for d in args.table]
+        report(rows, Path(args.table[0]).parent, args.task, args.periodic_episodes, args.episodes)
+        return 0
     setups = [s for s in args.setups.split(",") if s]
     unknown = [s for s in setups if s not in SETUPS]
     if unknown:
@@ -78,23 +90,28 @@ def main() -> int:
         subprocess.run(cmd, check=True)
         wall = time.perf_counter() - t0 + collect_s[store]
         rows.append(summarise(setup, run_dir, data, collect_s[store], wall))
+        (run_dir / "bench_row.json").write_text(json.dumps(rows[-1], indent=2))
+    report(rows, out, args.task, args.periodic_episodes, args.episodes)
+    return 0
 
-    print(f"\n| setup | collect + pretrain (min) | success at CPU-minutes (periodic, {args.periodic_episodes} ep) "
-          f"| final success ({args.episodes} ep) [95% CI] | total wall (min) |")
+
+def report(rows: list[dict], out: Path, task: str, periodic_episodes: int, episodes: int) -> None:
+    """The table (stdout), ``results.json`` and the plot of finished setups."""
+    print(f"\n| setup | collect + pretrain (min) | success at CPU-minutes (periodic, {periodic_episodes} ep) "
+          f"| final success ({episodes} ep) [95% CI] | total wall (min) |")
     print("| --- | --- | --- | --- | --- |")
     for r in rows:
         curve = ", ".join(f"{m:.1f} min: {s:.0%}" for m, s in r["curve"])
         print(f"| {r['setup']} | {r['setup_min']:.1f} | {curve} | {r['success']:.0%} [{r['ci_low']:.0%}, "
               f"{r['ci_high']:.0%}] | {r['wall_min']:.1f} |")
     (out / "results.json").write_text(json.dumps(rows, indent=2))
-    plot(rows, out / "success_vs_cpu_minutes.png", args.task)
+    plot(rows, out / "success_vs_cpu_minutes.png", task)
     print(f"results: {out / 'results.json'}")
-    return 0
 
 
 def summarise(setup: str, run_dir: Path, data: Path, collect_s: float, wall_s: float) -> dict:
     """Curve points (CPU-minutes, success) and the final evaluation of one run."""
-    report = json.loads((run_dir / "report.json").read_text())
+    run_report = json.loads((run_dir / "report.json").read_text())
     pretrain_s = 0.0
     for metrics in (data / "frame_encoders").glob("*/pretraining.json") if setup in ("autoencoder", "privileged") else []:
         record = json.loads(metrics.read_text())
@@ -102,7 +119,7 @@ def summarise(setup: str, run_dir: Path, data: Path, collect_s: float, wall_s: f
             pretrain_s = record["time_s"] + record.get("render_s", 0.0)
     setup_s = collect_s + pretrain_s
     curve, train_s, last_step = [], 0.0, 0
-    with open(run_dir / "train" / "metrics.csv") as f:
+    with open(run_dir / "metrics.csv") as f:
         for row in csv.DictReader(f):
             step = int(row["step"])
             if row.get("step_time"):
@@ -110,7 +127,7 @@ def summarise(setup: str, run_dir: Path, data: Path, collect_s: float, wall_s: f
                 last_step = step
             if row.get("eval/success_rate"):
                 curve.append(((setup_s + train_s) / 60.0, float(row["eval/success_rate"])))
-    summary = report["summary"]
+    summary = run_report["overall"]
     return {"setup": setup, "setup_min": setup_s / 60.0, "curve": curve, "success": summary["success_rate"],
             "ci_low": summary["ci_low"], "ci_high": summary["ci_high"], "wall_min": wall_s / 60.0}
 
