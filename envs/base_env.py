@@ -19,6 +19,7 @@ from gymnasium import spaces
 from . import arm
 from .rendering import CameraRenderer, check_cameras
 from .scene import COLOUR_NAMES, PALETTE, build_scene
+from .start_spread import DEFAULT_START_SPREAD
 from .task_base import N_PARAMS, FamilyTask, quat_of_yaw, yaw_of_quat
 
 FAMILIES = ("stack", "peg", "bin")
@@ -153,6 +154,8 @@ class TabletopEnv(gym.Env):
         ``options={"swap_roles": True}`` (forward variants) gives the scene this seed
         would give, with the instruction naming the look-alike object instead (see
         ``FamilyTask.swap_roles``); success follows the instruction given.
+        ``options={"start_spread": "narrow"}`` keeps the objects near one nominal layout
+        (:mod:`.start_spread`); the default, ``"wide"``, is the whole reachable ring.
         """
         super().reset(seed=seed)
         if options and "state" in options:
@@ -161,7 +164,8 @@ class TabletopEnv(gym.Env):
         if swap and not self.task.forward:
             raise ValueError(f"swap_roles is only for forward tasks (stack, peg_insert, bin_place); {self.name!r} is a reverse task")
         rng = self.np_random
-        self.params = self.task.sample_params(rng)
+        spread = (options or {}).get("start_spread", DEFAULT_START_SPREAD)
+        self.params = self.task.sample_params(rng, spread)  # ValueError lists the valid spreads
         names = rng.choice(len(COLOUR_NAMES), size=len(self.layout.roles), replace=False)
         self.colours = {r: COLOUR_NAMES[i] for r, i in zip(self.layout.roles, names)}
         self.template_index = int(rng.integers(len(self.task.templates)))

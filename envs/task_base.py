@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .scene import FAMILY_OBJECTS
+from .start_spread import NOMINAL_SEED, WIDE, StartSpread, start_spread
 
 if TYPE_CHECKING:  # pragma: no cover
     from .base_env import TabletopEnv
@@ -38,6 +39,7 @@ N_PARAMS = 12
 # top-down IK reaches even at carry height.
 RADIUS_RANGE = (0.135, 0.235)
 ANGLE_RANGE = (-0.9, 0.9)
+YAW_RANGE = (-math.pi, math.pi)
 CLEARANCE = 0.025  # gap between footprints, room for the open fingers
 STILL_SPEED = 0.05  # m/s: an object slower than this counts as resting
 SPOT_TOLERANCE = 0.025  # object centre within this of the spot centre
@@ -45,6 +47,14 @@ SPOT_TOLERANCE = 0.025  # object centre within this of the spot centre
 
 class _Crowded(Exception):
     """No free spot left for the next object in this layout draw."""
+
+
+def _around(centre: float, half: float | None, full: tuple[float, float] | None) -> tuple[float, float]:
+    """``centre +- half`` inside ``full`` (None: unbounded); ``full`` itself when ``half`` is None."""
+    if half is None:
+        return full
+    low, high = centre - half, centre + half
+    return (low, high) if full is None else (max(full[0], low), min(full[1], high))
 
 
 def yaw_of_quat(q: np.ndarray) -> float | np.ndarray:
@@ -75,6 +85,7 @@ class FamilyTask:
     def __init__(self, forward: bool):
         self.forward = forward
         self.move_kind, self.target_kind, self.distractor_kind = FAMILY_OBJECTS[self.family]
+        self._nominal: np.ndarray | None = None  # nominal_params(), drawn when first needed
 
     # ----- episode randomisation -------------------------------------------------
     @property
@@ -85,25 +96,46 @@ class FamilyTask:
         t = self.templates[template_index % len(self.templates)]
         return t.format(move=colours["move"], target=colours["target"])
 
-    def sample_params(self, rng: np.random.Generator) -> np.ndarray:
-        """Sample target, spot, object and distractor poses without overlaps."""
+    def sample_params(self, rng: np.random.Generator, spread: str | StartSpread = WIDE) -> np.ndarray:
+        """Sample target, spot, object and distractor poses without overlaps, as widely
+        as ``spread`` says (:mod:`.start_spread`; the default, ``wide``, is the whole ring)."""
+        spread = start_spread(spread)
+        nominal = None if spread.is_wide else self.nominal_params()
         for _ in range(200):  # a crowded draw starts over
             try:
-                return self._sample_layout(rng)
+                return self._sample_layout(rng, spread, nominal)
             except _Crowded:
                 continue
         raise RuntimeError("could not place the objects without overlap")  # pragma: no cover
 
-    def _sample_layout(self, rng: np.random.Generator) -> np.ndarray:
+    def nominal_params(self) -> np.ndarray:
+        """The layout that narrow spreads jitter around: the wide draw of ``NOMINAL_SEED``."""
+        if self._nominal is None:
+            self._nominal = self.sample_params(np.random.default_rng(NOMINAL_SEED))
+        return self._nominal
+
+    def _sample_layout(self, rng: np.random.Generator, spread: StartSpread,
+                       nominal: np.ndarray | None) -> np.ndarray:
         placed: list[tuple[float, float, float]] = []  # x, y, footprint
 
         def in_ring(x: float, y: float) -> bool:
             r, a = math.hypot(x, y), math.atan2(y, x)
             return RADIUS_RANGE[0] <= r <= RADIUS_RANGE[1] and ANGLE_RANGE[0] <= a <= ANGLE_RANGE[1]
 
-        def free_spot(footprint: float) -> tuple[float, float]:
+        def ranges(slot: int) -> tuple[tuple[float, float], ...]:
+            """(radius, bearing, yaw) ranges of the object whose params start at ``slot``.
+            Wide: the ring's own constants, so its draws are the same numbers as ever."""
+            if nominal is None:
+                return RADIUS_RANGE, ANGLE_RANGE, YAW_RANGE
+            x, y, yaw = nominal[slot : slot + 3]
+            return (_around(math.hypot(x, y), spread.radius, RADIUS_RANGE),
+                    _around(math.atan2(y, x), spread.bearing, ANGLE_RANGE),
+                    _around(yaw, spread.yaw, None))
+
+        def free_spot(footprint: float, slot: int) -> tuple[float, float]:
+            radius, bearing, _ = ranges(slot)
             for _ in range(30):
-                r, a = rng.uniform(*RADIUS_RANGE), rng.uniform(*ANGLE_RANGE)
+                r, a = rng.uniform(*radius), rng.uniform(*bearing)
                 x, y = r * math.cos(a), r * math.sin(a)
                 if all(math.hypot(x - px, y - py) >= footprint + pf + CLEARANCE for px, py, pf in placed):
                     placed.append((x, y, footprint))
@@ -111,11 +143,12 @@ class FamilyTask:
             raise _Crowded
 
         p = np.zeros(N_PARAMS)
-        p[3:5] = free_spot(self.target_kind.footprint)
+        p[3:5] = free_spot(self.target_kind.footprint, 3)
         # The target's yaw fixes the spot (next to one of its faces); draw
-        # yaws until the spot lies in the reachable ring.
+        # yaws until the spot lies in the reachable ring. Its full range in every
+        # spread: a narrow one would rarely leave the spot reachable.
         for _ in range(30):
-            p[5] = rng.uniform(-math.pi, math.pi)
+            p[5] = rng.uniform(*YAW_RANGE)
             p[9:11] = p[3:5] + self.spot_distance * np.array([math.cos(p[5]), math.sin(p[5])])
             if in_ring(p[9], p[10]):
                 placed.append((p[9], p[10], self.move_kind.footprint))
@@ -124,14 +157,14 @@ class FamilyTask:
             raise _Crowded
         p[11] = p[5]
         if self.forward:
-            p[0:2] = free_spot(self.move_kind.footprint)
+            p[0:2] = free_spot(self.move_kind.footprint, 0)
         else:
             # Start inside/on the target, slightly off-centre.
             p[0:2] = p[3:5] + rng.uniform(-0.004, 0.004, size=2)
-        p[2] = rng.uniform(-math.pi, math.pi)
+        p[2] = rng.uniform(*ranges(0)[2])
         if self.distractor_kind is not None:
-            p[6:8] = free_spot(self.distractor_kind.footprint)
-            p[8] = rng.uniform(-math.pi, math.pi)
+            p[6:8] = free_spot(self.distractor_kind.footprint, 6)
+            p[8] = rng.uniform(*ranges(6)[2])
         return p
 
     def swap_roles(self, params: np.ndarray, colours: dict[str, str]) -> tuple[np.ndarray, dict[str, str]]:
