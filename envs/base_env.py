@@ -277,6 +277,17 @@ class TabletopEnv(gym.Env):
         """No finger pad touches the object to move."""
         return not self._pad_contacts()[2]
 
+    def shift_object(self, role: str, offset_xy: np.ndarray) -> None:
+        """Move a free object horizontally by ``offset_xy`` (m) and stop it (a push from
+        outside the task, e.g. a disturbance); physics and contacts are updated."""
+        if role not in self.layout.free_qpos:
+            raise ValueError(f"role {role!r} is not a free object here; free: {', '.join(self.layout.free_qpos)}")
+        a, dof = self.layout.free_qpos[role], self.layout.free_dof[role]
+        self.data.qpos[a : a + 2] += np.asarray(offset_xy, dtype=np.float64)
+        self.data.qvel[dof : dof + 6] = 0.0
+        mujoco.mj_forward(self.model, self.data)
+        self._contact_cache = None
+
     # ----- observations ----------------------------------------------------------
     def _obs(self) -> dict[str, Any]:
         q = self.data.qpos[self.layout.arm_qpos]
