@@ -24,15 +24,29 @@ def _command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "robot_learn.cli.main"]
 
 
+def _run(args: tuple[str, ...], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl",
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0"}
+    return subprocess.run([*_command(), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
 @pytest.fixture
 def run_cli(tmp_path):
     """``run_cli(*args, timeout=...)`` runs ``robot-learn ARGS`` in ``tmp_path``."""
 
     def run(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess:
-        env = {**os.environ, "MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl",
-               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0"}
-        return subprocess.run([*_command(), *args], cwd=cwd or tmp_path, env=env,
-                              capture_output=True, text=True, timeout=timeout)
+        return _run(args, cwd or tmp_path, timeout)
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def run_cli_in():
+    """``run_cli_in(cwd, *args, timeout=...)``: ``run_cli`` for module-scoped fixtures, which
+    run once in a folder of their own (``tmp_path_factory.mktemp``)."""
+
+    def run(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return _run(args, cwd, timeout)
 
     return run
 

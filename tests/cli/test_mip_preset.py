@@ -14,21 +14,12 @@ TINY_POLICY = ["policy.down_dims=[16,32]", "policy.action_horizon=8", "policy.ex
 
 
 @pytest.fixture(scope="module")
-def mip_run(tmp_path_factory):
+def mip_run(tmp_path_factory, run_cli_in):
     """A tiny full `robot-learn train` run of the MIP preset: 2 demos, 4 steps, 2 eval episodes."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     tmp = tmp_path_factory.mktemp("mip")
-    script = Path(sys.executable).with_name("robot-learn")
-    out = subprocess.run(
-        [str(script), "train", "task=stack", "policy=diffusion_mip_state", "train=fast", "data.episodes=2",
-         "data.cameras=[]", "eval.episodes=2", "eval.workers=2", "eval.videos=0", "eval.max_steps=6",
-         "run_dir=run", *TINY_POLICY],
-        cwd=tmp, capture_output=True, text=True, timeout=400,
-        env={**os.environ, "MUJOCO_GL": "egl", "OMP_NUM_THREADS": "1"})
+    out = run_cli_in(tmp, "train", "task=stack", "policy=diffusion_mip_state", "train=fast", "data.episodes=2",
+                     "data.cameras=[]", "eval.episodes=2", "eval.workers=2", "eval.videos=0", "eval.max_steps=6",
+                     "run_dir=run", *TINY_POLICY, timeout=400)
     return tmp, out
 
 
