@@ -1,8 +1,9 @@
 """Diffusion-policy inference latency per action chunk at batch 1.
 
 Measures ``predict_action_chunk`` (observation encoding + all denoising steps) for
-the state and image presets with DDPM-100, DDIM-10 and DPM-Solver-5, and prints
-p50/p95 plus each sampler's p50 relative to DDPM-100. Weights are random (latency
+the state and image presets with DDPM-100, DDIM-10 and DPM-Solver-5, and with the
+MIP head's two passes (the same network built with ``head="mip"``), and prints p50/p95
+plus each row's p50 relative to DDPM-100 and to DDIM-10. Weights are random (latency
 does not depend on them). Goal: image preset with 10 steps under 60 ms p50 on 2 threads.
 
     .venv/bin/python benchmarks/bench_inference.py [--runs 50] [--warmup 5] [--threads 2]
@@ -21,7 +22,7 @@ import torch
 
 from robot_learn.policies import diffusion_image_config, diffusion_state_config, make_policy
 
-SAMPLERS = (("DDPM-100", "ddpm", 100), ("DDIM-10", "ddim", 10), ("DPM-Solver-5", "dpmsolver", 5))
+SAMPLERS = (("DDPM-100", "ddpm", 100), ("DDIM-10", "ddim", 10), ("DPM-Solver-5", "dpmsolver", 5), ("MIP-2", "mip", 2))
 INSTRUCTIONS = ["put the red cube on the blue cube", "take the green cube out of the bin", "insert the peg into the hole"]
 
 
@@ -37,8 +38,9 @@ def observation(config) -> dict:
     return obs
 
 
-def time_samplers(policy, obs, runs: int, warmup: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Wall-clock and process-CPU milliseconds per chunk for every sampler.
+def time_samplers(policies: dict, obs, runs: int, warmup: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Wall-clock and process-CPU milliseconds per chunk for every sampler; ``policies``
+    maps a head ("diffusion", "mip") to its policy, and each row runs on its head's.
 
     Samplers are interleaved run by run, so load from other processes hits them
     alike and their ratios stay fair. CPU time (summed over torch's threads) is
@@ -49,6 +51,7 @@ def time_samplers(policy, obs, runs: int, warmup: int) -> dict[str, tuple[np.nda
     cpu: dict[str, list[float]] = {label: [] for label, _, _ in SAMPLERS}
     for run in range(warmup + runs):
         for label, kind, steps in SAMPLERS:
+            policy = policies["mip" if kind == "mip" else "diffusion"]
             policy.set_inference_scheduler(kind, steps)  # untimed: building the diffusers scheduler
             start, start_cpu = time.perf_counter(), time.process_time()
             policy.predict_action_chunk(obs, generator=generator)
@@ -78,19 +81,21 @@ def main() -> None:
         print(f"\n[{name}] obs={policy.obs_shapes} text={config.text_encoder} denoiser={config.denoiser} "
               f"down_dims={config.down_dims} vision_channels={config.vision_channels if config.camera_names else '-'} "
               f"To/Ta={config.obs_horizon}/{config.action_horizon} params={params:.2f}M")
+        mip = make_policy("diffusion", policy.config.with_changes(head="mip"), None).eval()
+        mip.load_state_dict(policy.state_dict())  # the same network, run as MIP's two passes
         obs = observation(config)
-        results = time_samplers(policy, obs, args.runs, args.warmup)
+        results = time_samplers({"diffusion": policy, "mip": mip}, obs, args.runs, args.warmup)
         with torch.no_grad():
             encode = []
             for _ in range(args.runs):
                 start = time.perf_counter()
                 policy.obs_encoder(obs)
                 encode.append(time.perf_counter() - start)
-        base = np.median(results["DDPM-100"][0])
-        print(f"  {'sampler':<14}{'p50 ms':>9}{'p95 ms':>9}{'p50 / DDPM-100':>16}{'cpu p50 ms':>12}")
+        base, ddim = np.median(results["DDPM-100"][0]), np.median(results["DDIM-10"][0])
+        print(f"  {'sampler':<14}{'p50 ms':>9}{'p95 ms':>9}{'p50 / DDPM-100':>16}{'p50 / DDIM-10':>15}{'cpu p50 ms':>12}")
         for label, (wall, cpu) in results.items():
             print(f"  {label:<14}{np.median(wall):9.2f}{np.percentile(wall, 95):9.2f}{np.median(wall) / base:16.3f}"
-                  f"{np.median(cpu):12.2f}")
+                  f"{np.median(wall) / ddim:15.3f}{np.median(cpu):12.2f}")
         print(f"  {'encoder only':<14}{np.median(encode) * 1000:9.2f}{np.percentile(encode, 95) * 1000:9.2f}")
         if name == "image":
             p50 = np.median(results["DDIM-10"][0])
