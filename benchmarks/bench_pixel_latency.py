@@ -5,12 +5,19 @@ does not depend on them) and timed on ``predict_action_chunk`` from raw observat
 for the pixel presets that includes the frame encoder over every camera and every
 observation step. Goal (pixel presets): p50 <= 30 ms on 2 threads.
 
-    .venv/bin/python benchmarks/bench_pixel_latency.py [--runs 100] [--threads 2]
+``--compare`` times each diffusion preset with its fast inference path off (the plain
+``nn.Conv1d`` U-Net) and on (``fast_inference``, ``MatmulConv1d``), alternating the two
+run by run in one process so that load from other jobs hits both alike; it prints
+wall and process-CPU p50/p95 and the fast/plain ratio of each, and checks that both
+give the same actions. The discrete-diffusion preset has no such path and is left out.
+
+    .venv/bin/python benchmarks/bench_pixel_latency.py [--runs 100] [--threads 2] [--compare]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 from pathlib import Path
@@ -49,13 +56,53 @@ def observation(policy) -> dict:
     return obs
 
 
+def compare(runs: int, warmup: int, threads: int) -> None:
+    """Each diffusion preset with ``fast_inference`` off and on, alternating run by run."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"bench_pixel_latency --compare: torch {torch.__version__}, {threads} threads, {runs} runs after {warmup} "
+          f"warmup, batch 1, {platform.processor() or platform.machine()}, {os.cpu_count()} cores (load {load:.1f})")
+    print("| preset | plain p50 / p95 (ms) | fast p50 / p95 (ms) | fast / plain p50 | CPU ms p50: plain, fast "
+          "(ratio) | max action difference |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for preset, family in PRESETS.items():
+        if family != "diffusion":
+            continue
+        policy = build(preset)
+        obs = observation(policy)
+        wall: dict[bool, list[float]] = {False: [], True: []}
+        cpu: dict[bool, list[float]] = {False: [], True: []}
+        with torch.no_grad():
+            for i in range(warmup + runs):
+                for fast in ((False, True) if i % 2 else (True, False)):
+                    policy.set_fast_inference(fast)
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    policy.predict_action_chunk(obs)
+                    if i >= warmup:
+                        wall[fast].append((time.perf_counter() - t0) * 1000.0)
+                        cpu[fast].append((time.process_time() - c0) * 1000.0)
+            chunks = {}
+            for fast in (False, True):
+                policy.set_fast_inference(fast)
+                chunks[fast] = policy.predict_action_chunk(obs, generator=torch.Generator().manual_seed(0))
+        difference = (chunks[True] - chunks[False]).abs().max().item()
+        p50 = {fast: float(np.median(wall[fast])) for fast in wall}
+        cpu50 = {fast: float(np.median(cpu[fast])) for fast in cpu}
+        print(f"| {preset} | {p50[False]:.1f} / {np.percentile(wall[False], 95):.1f} | {p50[True]:.1f} / "
+              f"{np.percentile(wall[True], 95):.1f} | {p50[True] / p50[False]:.2f} | {cpu50[False]:.1f}, "
+              f"{cpu50[True]:.1f} ({cpu50[True] / cpu50[False]:.2f}) | {difference:.1e} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--compare", action="store_true", help="fast inference path off vs on, interleaved")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.compare:
+        compare(args.runs, args.warmup, args.threads)
+        return
     print(f"bench_pixel_latency: torch {torch.__version__}, {args.threads} threads, {args.runs} runs, batch 1, "
           f"{platform.processor() or platform.machine()}")
     print("| preset | parameters (M) | observation keys | p50 (ms) | p95 (ms) |")

@@ -83,6 +83,9 @@ class DiffusionConfig:
     clip_sample: bool = True
     inference_scheduler: str = "ddim"
     num_inference_steps: int = 10
+    # the U-Net's convolutions as matrix products in eval mode (same actions, faster at small
+    # batches on CPU; MatmulConv1d). Training is unaffected.
+    fast_inference: bool = True
     # pixels through a pretrained, frozen frame encoder (FrameEncoderConfig / FramePretrainConfig
     # as dicts; empty: none). Its output is the low-dim key "features", added to state_dims.
     frame_encoder: dict[str, Any] = field(default_factory=dict)

@@ -25,6 +25,7 @@ from diffusers import DDIMScheduler, DDPMScheduler, DPMSolverMultistepScheduler
 from robot_learn.policies.base import Obs, Policy
 from robot_learn.policies.config_checks import check_choice
 from robot_learn.policies.diffusion.configuration_diffusion import INFERENCE_SCHEDULERS, DiffusionConfig
+from robot_learn.policies.diffusion.matmul_conv import set_matmul_inference
 from robot_learn.policies.diffusion.mip_head import MIP_PASSES, check_sampler_fits_head, mip_loss, mip_sample
 from robot_learn.policies.diffusion.transformer_denoiser import TransformerDenoiser
 from robot_learn.policies.diffusion.unet1d import ConditionalUnet1D
@@ -124,6 +125,7 @@ class DiffusionPolicy(Policy):
                 dropout=config.transformer_dropout,
                 causal=config.transformer_causal,
             )
+        set_matmul_inference(self.denoiser, config.fast_inference)
         # Training adds noise with the DDPM forward process, the same schedule every sampler reverses.
         self.noise_scheduler = make_inference_scheduler("ddpm", config)
         self.sampler = make_inference_scheduler(config.inference_scheduler, config)
@@ -144,6 +146,11 @@ class DiffusionPolicy(Policy):
             raise ValueError(f"num_inference_steps must be in [1, {self.config.num_train_timesteps}], got {steps}")
         self.sampler = make_inference_scheduler(kind, self.config)
         self.num_inference_steps = steps
+
+    def set_fast_inference(self, enabled: bool) -> None:
+        """Switch the U-Net's matmul inference path (config ``fast_inference``) on or off; same actions either way."""
+        self.config = self.config.with_changes(fast_inference=bool(enabled))
+        set_matmul_inference(self.denoiser, enabled)
 
     # --- training ---------------------------------------------------------------
     def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:

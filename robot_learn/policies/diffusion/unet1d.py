@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from robot_learn.policies.diffusion.matmul_conv import MatmulConv1d
 from robot_learn.policies.diffusion.timestep_embedding import SinusoidalTimestepEmbedding
 
 
@@ -21,7 +22,7 @@ class ConvNormMish(nn.Sequential):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, groups: int) -> None:
         super().__init__(
-            nn.Conv1d(in_channels, out_channels, kernel_size, padding=kernel_size // 2),
+            MatmulConv1d(in_channels, out_channels, kernel_size, padding=kernel_size // 2),
             nn.GroupNorm(groups, out_channels),
             nn.Mish(),
         )
@@ -35,7 +36,7 @@ class FiLMResidualBlock(nn.Module):
         self.block1 = ConvNormMish(in_channels, out_channels, kernel_size, groups)
         self.block2 = ConvNormMish(out_channels, out_channels, kernel_size, groups)
         self.film = nn.Sequential(nn.Mish(), nn.Linear(cond_dim, 2 * out_channels))
-        self.skip = nn.Conv1d(in_channels, out_channels, 1) if in_channels != out_channels else nn.Identity()
+        self.skip = MatmulConv1d(in_channels, out_channels, 1) if in_channels != out_channels else nn.Identity()
 
     def forward(self, x: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
         h = self.block1(x)
@@ -83,7 +84,7 @@ class ConditionalUnet1D(nn.Module):
                     [
                         FiLMResidualBlock(w_in, w_out, cond_dim, kernel_size, groups),
                         FiLMResidualBlock(w_out, w_out, cond_dim, kernel_size, groups),
-                        nn.Identity() if last else nn.Conv1d(w_out, w_out, 3, stride=2, padding=1),
+                        nn.Identity() if last else MatmulConv1d(w_out, w_out, 3, stride=2, padding=1),
                     ]
                 )
             )
@@ -104,7 +105,7 @@ class ConditionalUnet1D(nn.Module):
                 )
             )
         self.head = nn.Sequential(
-            ConvNormMish(down_dims[0], down_dims[0], kernel_size, groups), nn.Conv1d(down_dims[0], action_dim, 1)
+            ConvNormMish(down_dims[0], down_dims[0], kernel_size, groups), MatmulConv1d(down_dims[0], action_dim, 1)
         )
 
     def forward(

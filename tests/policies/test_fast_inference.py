@@ -1,0 +1,151 @@
+"""The U-Net's fast inference path (``fast_inference``, ``MatmulConv1d``) gives the plain path's actions."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from policy_fixtures import tiny_config
+from torch.profiler import profile
+
+from robot_learn.policies import DiffusionConfig, make_policy
+from robot_learn.policies.checkpoint import load_policy
+from robot_learn.policies.diffusion.matmul_conv import MatmulConv1d
+from robot_learn.training.frame_pretraining import with_scene_labels
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+INSTRUCTION = "put the red cube in the blue bin"
+# Every CPU preset of the diffusion policy (the *_gpu presets are the same code, larger).
+PRESETS = ["diffusion_state", "diffusion_image", "diffusion_pixels", "diffusion_mip_state", "diffusion_mip_pixels"]
+
+
+def preset_policy(name: str):
+    with initialize_config_dir(config_dir=str(CONFIGS / "policy"), version_base=None):
+        config = with_scene_labels(instantiate(compose(config_name=name)))
+    if config.frame_encoder:
+        config = config.with_changes(frame_encoder={**config.frame_encoder, "vocab": sorted(set(INSTRUCTION.split()))})
+    torch.manual_seed(0)
+    return make_policy("diffusion", config, None, instructions=[INSTRUCTION]).eval()
+
+
+def random_obs(policy, batch: int) -> dict:
+    torch.manual_seed(1)
+    obs: dict = {"instruction": [INSTRUCTION] * batch}
+    for key, shape in policy.obs_shapes.items():
+        if key.startswith("images/"):
+            frames = torch.randint(0, 256, (batch, policy.obs_horizon, *shape), dtype=torch.uint8)
+            obs.setdefault("images", {})[key.split("/", 1)[1]] = frames
+        else:
+            obs[key] = torch.randn(batch, policy.obs_horizon, *shape)
+    return obs
+
+
+def chunk(policy, obs) -> torch.Tensor:
+    return policy.predict_action_chunk(obs, generator=torch.Generator().manual_seed(0))
+
+
+def operators(run) -> set[str]:
+    with profile() as prof:
+        run()
+    return {event.key for event in prof.key_averages()}
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+@pytest.mark.parametrize("name", PRESETS)
+def test_fast_path_gives_the_plain_paths_actions(name, batch):
+    policy = preset_policy(name)
+    assert policy.config.fast_inference  # the default
+    obs = random_obs(policy, batch)
+    fast = chunk(policy, obs)
+    policy.set_fast_inference(False)
+    plain = chunk(policy, obs)
+    assert fast.shape == (batch, policy.action_horizon, policy.action_dim)
+    torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-5)
+
+
+def test_flag_off_runs_the_plain_convolutions_and_on_runs_the_matmul_path():
+    obs = random_obs(make_policy("diffusion", tiny_config(), None).eval(), 1)
+    off = make_policy("diffusion", tiny_config(fast_inference=False), None).eval()
+    assert not any(m.matmul_inference for m in off.modules() if isinstance(m, MatmulConv1d))
+    ops_off = operators(lambda: chunk(off, obs))
+    assert "aten::convolution" in ops_off and "aten::unfold" not in ops_off
+    on = make_policy("diffusion", tiny_config(), None).eval()
+    on.load_state_dict(off.state_dict())
+    ops_on = operators(lambda: chunk(on, obs))
+    assert "aten::unfold" in ops_on
+    # Only the transposed convolutions (upsampling) are left to aten::convolution.
+    transposed = sum(isinstance(m, torch.nn.ConvTranspose1d) for m in on.modules())
+    with profile() as prof:
+        chunk(on, obs)
+    calls = {e.key: e.count for e in prof.key_averages()}
+    assert calls["aten::convolution"] == transposed * on.num_inference_steps
+    torch.testing.assert_close(chunk(on, obs), chunk(off, obs), rtol=1e-5, atol=1e-5)
+
+
+def test_training_takes_the_plain_convolutions_and_gets_the_same_loss(windows, stats):
+    from policy_fixtures import tensor_batch
+
+    batch = tensor_batch(windows)
+    losses = []
+    for fast in (True, False):
+        policy = make_policy("diffusion", tiny_config(fast_inference=fast), stats)
+        torch.manual_seed(3)
+        policy.load_state_dict(make_policy("diffusion", tiny_config(), stats).state_dict())
+        policy.train()
+        torch.manual_seed(4)
+        ops = operators(lambda: losses.append(policy.compute_loss(batch)["loss"]))
+        assert "aten::unfold" not in ops
+    assert torch.equal(losses[0], losses[1])
+
+
+def test_a_parameter_update_reaches_the_fast_path(windows, stats):
+    from policy_fixtures import tensor_batch
+
+    policy = make_policy("diffusion", tiny_config(), stats)
+    obs = random_obs(policy.eval(), 1)
+    before = chunk(policy, obs)
+    optimizer = torch.optim.SGD(policy.parameters(), lr=0.5)
+    policy.train()
+    policy.compute_loss(tensor_batch(windows))["loss"].backward()
+    optimizer.step()  # in-place update of every weight
+    policy.eval()
+    after = chunk(policy, obs)
+    assert not torch.allclose(after, before, atol=1e-3)
+    policy.set_fast_inference(False)
+    torch.testing.assert_close(after, chunk(policy, obs), rtol=1e-5, atol=1e-5)
+    # And weights loaded from elsewhere (load_state_dict copies in place).
+    other = make_policy("diffusion", tiny_config(), stats)
+    policy.set_fast_inference(True)
+    policy.load_state_dict(other.state_dict())
+    torch.testing.assert_close(chunk(policy, obs), chunk(other.eval(), obs), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("kernel,stride,padding", [(5, 1, 2), (1, 1, 0), (3, 2, 1), (4, 1, 0)])
+def test_matmul_conv_matches_conv1d(kernel, stride, padding, batch):
+    torch.manual_seed(0)
+    conv = MatmulConv1d(6, 10, kernel, stride=stride, padding=padding).eval()
+    x = torch.randn(batch, 6, 8)
+    plain = conv(x)
+    conv.matmul_inference = True
+    torch.testing.assert_close(conv(x), plain, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("setting,message", [({"groups": 2}, "groups=2"), ({"dilation": 2}, "dilation=(2,)"),
+                                             ({"padding": "same"}, "padding='same'"),
+                                             ({"padding_mode": "reflect"}, "padding_mode='reflect'")])
+def test_matmul_conv_refuses_settings_it_cannot_compute(setting, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        MatmulConv1d(4, 4, 3, **{"padding": 1, **setting})
+
+
+def test_fast_inference_must_be_a_bool_and_survives_a_checkpoint(tmp_path):
+    with pytest.raises(ValueError, match="fast_inference must be true or false, got 'yes'"):
+        DiffusionConfig(fast_inference="yes")
+    policy = make_policy("diffusion", tiny_config(), None)
+    policy.set_fast_inference(False)
+    policy.save(tmp_path)
+    loaded = load_policy(tmp_path)
+    assert loaded.config.fast_inference is False
+    assert not any(m.matmul_inference for m in loaded.modules() if isinstance(m, MatmulConv1d))
