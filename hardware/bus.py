@@ -135,7 +135,9 @@ class ServoBus(ABC):
                 wrong.append(f"{name!r} (id {motor.id}) is model number {number}, "
                              f"expected {motor.table.model_number} ({motor.model})")
         if missing or wrong:
-            found = self.scan(range(0, 21))
+            # The list of answering IDs is the user's clue to what is unplugged: scan with at
+            # least 2 retries, so one reply lost on a busy host does not drop a servo from it.
+            found = self.scan(range(0, 21), retries=max(self.retries, 2))
             parts = []
             if missing:
                 parts.append(f"no reply from {', '.join(missing)}")
