@@ -74,6 +74,14 @@ def render_markdown(report: Mapping[str, Any], title: str = "Evaluation report")
     seeds = [e["seed"] for m in report["tasks"].values() for e in m["per_episode"]]
     if seeds:
         lines += ["", f"Seeds {min(seeds)} .. {max(seeds)} (held out from demo seeds)."]
+    for name, m in report["tasks"].items():
+        conditions = m.get("info", {}).get("conditions")
+        counts = m.get("disturbances") or {}
+        if conditions or counts:
+            happened = "; ".join(f"{kind} in {c['episodes']} episodes ({c['successes']} succeeded)"
+                                 for kind, c in counts.items())
+            lines += ["", f"{name} ran under {conditions or 'the default conditions'}"
+                      + (f": {happened}." if happened else ".")]
     videos = [e["video"] for m in report["tasks"].values() for e in m["per_episode"]
               if e.get("video")]
     if videos:

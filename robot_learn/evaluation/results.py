@@ -17,6 +17,7 @@ class EpisodeResult:
     progress: float  # final info["progress"]
     length: int      # environment steps taken
     video: str | None = None  # path of its mp4, if one was written
+    disturbances: dict[str, int] = field(default_factory=dict)  # kind -> times it happened (envs.disturbances)
 
 
 @dataclass
@@ -40,6 +41,17 @@ class EvalResult:
         """Fraction of successful episodes."""
         return self.summary.success_rate
 
+    def disturbance_counts(self) -> dict[str, dict[str, int]]:
+        """Per disturbance kind: the episodes it happened in, and how many of them succeeded."""
+        counts: dict[str, dict[str, int]] = {}
+        for e in self.episodes:
+            for kind, times in e.disturbances.items():
+                c = counts.setdefault(kind, {"episodes": 0, "successes": 0})
+                if times:
+                    c["episodes"] += 1
+                    c["successes"] += int(e.success)
+        return counts
+
     @property
     def seeds(self) -> list[int]:
         """Seeds of the episodes, in order."""
@@ -57,5 +69,6 @@ class EvalResult:
             **asdict(self.summary),
             "wall_time_s": self.wall_time_s,
             "info": dict(self.info),
+            **({"disturbances": self.disturbance_counts()} if any(e.disturbances for e in self.episodes) else {}),
             "per_episode": [asdict(e) for e in self.episodes],
         }

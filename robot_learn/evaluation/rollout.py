@@ -45,18 +45,19 @@ def policy_cameras(policy: Any) -> tuple[tuple[str, ...], int | None]:
 
 def make_vector_env(task: str, num_envs: int, cameras: Sequence[str], image_size: int,
                     max_steps: int | None, vectorization: str = "auto",
-                    context: str | None = "spawn") -> gym.vector.VectorEnv:
-    """``num_envs`` copies of ``task`` in a Sync (1 env or ``"sync"``) or Async vector env.
+                    context: str | None = "spawn", conditions: Any = None) -> gym.vector.VectorEnv:
+    """``num_envs`` copies of ``task`` in a Sync (1 env or ``"sync"``) or Async vector env,
+    under ``conditions`` (an :class:`~robot_learn.envs.conditions.EnvConditions`; None: the defaults).
 
     Workers are started with ``spawn`` by default: forking a process that already
     holds torch threads or a GL context is fragile.
     """
-    from robot_learn.envs import make_env
+    from robot_learn.envs.conditions import DEFAULT_CONDITIONS
 
     if vectorization not in ("auto", "sync", "async"):
         raise ValueError(f"unknown vectorization '{vectorization}'; valid: auto, sync, async")
-    fn = functools.partial(make_env, task, cameras=tuple(cameras), image_size=image_size,
-                           max_steps=max_steps)
+    fn = functools.partial((conditions or DEFAULT_CONDITIONS).make_env, task, cameras=tuple(cameras),
+                           image_size=image_size, max_steps=max_steps)
     fns = [fn] * num_envs
     mode = gym.vector.AutoresetMode.DISABLED
     if vectorization == "sync" or (vectorization == "auto" and num_envs == 1):
@@ -106,7 +107,7 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
              max_steps: int | None = None, *, image_size: int | None = None,
              vectorization: str = "auto", video_cameras: Sequence[str] = VIDEO_CAMERAS,
              fps: int = 10, progress_bar: bool = False,
-             generator_seed: int | None = 0) -> EvalResult:
+             generator_seed: int | None = 0, conditions: Any = None) -> EvalResult:
     """Roll ``policy`` out on ``episodes`` held-out seeds ``seed, seed+1, ...`` of ``task``.
 
     ``workers`` sub-envs step together (``vectorization``: ``"auto"`` is an
@@ -117,6 +118,9 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
     Only the waves holding those episodes render the video cameras, so a
     state-only policy pays for rendering just there. ``generator_seed`` seeds the
     sampling noise so an evaluation is repeatable (None: torch's global RNG).
+    ``conditions`` (:class:`~robot_learn.envs.conditions.EnvConditions`; None: the
+    defaults) sets the start spread and disturbances; each episode's disturbances are
+    counted in its result.
     """
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
@@ -142,7 +146,7 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
     def envs_for(cameras: tuple[str, ...]) -> gym.vector.VectorEnv:
         if cameras not in env_sets:
             envs = make_vector_env(task, num_envs, cameras, size, max_steps,
-                                   "async" if is_async else "sync")
+                                   "async" if is_async else "sync", conditions=conditions)
             env_sets[cameras] = envs
             # IncompatiblePolicyError (a ValueError) names the mismatched dims.
             check_compatible(policy, action_dim=int(envs.single_action_space.shape[0]),
@@ -177,6 +181,8 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
             "seed": seed, "max_steps": max_steps,
             "policy": getattr(policy, "name", type(policy).__name__),
             "cameras": list(cams), "image_size": size}
+    if conditions is not None and not conditions.is_default:
+        info["conditions"] = conditions.describe()
     return EvalResult(task=task, episodes=[r for r in results if r is not None],
                       wall_time_s=time.perf_counter() - start, info=info)
 
@@ -193,6 +199,7 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
     length = np.zeros(n, dtype=int)
     success = np.zeros(n, dtype=bool)
     progress = np.zeros(n, dtype=float)
+    disturbed: list[dict[str, int]] = [{} for _ in range(n)]
     frames: dict[int, list[np.ndarray]] = {}
     for k, ep in enumerate(idx):
         if ep < videos:
@@ -210,6 +217,9 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
                 length[k] += 1
                 success[k] = bool(info["success"][k])
                 progress[k] = float(info["progress"][k])
+                if "disturbances" in info:  # counts so far, per kind (envs.disturbances)
+                    disturbed[k] = {kind: int(c[k]) for kind, c in info["disturbances"].items()
+                                    if not kind.startswith("_")}
                 if k in frames:
                     frames[k].append(_frame(obs, k, video_cameras))
                 if ended[k]:
@@ -224,4 +234,4 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
                                     fps=fps))
         results[ep] = EpisodeResult(seed=wave_seeds[k], success=bool(success[k]),
                                     progress=float(progress[k]), length=int(length[k]),
-                                    video=video)
+                                    video=video, disturbances=disturbed[k])
