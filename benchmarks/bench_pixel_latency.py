@@ -5,11 +5,12 @@ does not depend on them) and timed on ``predict_action_chunk`` from raw observat
 for the pixel presets that includes the frame encoder over every camera and every
 observation step. Goal (pixel presets): p50 <= 30 ms on 2 threads.
 
-``--compare`` times each diffusion preset with its fast inference path off (the plain
-``nn.Conv1d`` U-Net) and on (``fast_inference``, ``MatmulConv1d``), alternating the two
-run by run in one process so that load from other jobs hits both alike; it prints
-wall and process-CPU p50/p95 and the fast/plain ratio of each, and checks that both
-give the same actions. The discrete-diffusion preset has no such path and is left out.
+``--compare`` times each diffusion preset three ways: ``plain`` (the ``nn.Conv1d``
+U-Net), ``fast`` (``fast_inference``, ``MatmulConv1d``) and ``compiled`` (``fast`` plus
+``compile_inference``, the denoiser through ``torch.compile``; compiled before timing).
+The order rotates run by run in one process so that load from other jobs hits all
+alike; it prints wall p50/p95, the ratio to plain, process-CPU p50, and the largest
+action difference to plain. The discrete-diffusion preset has no such paths.
 
     .venv/bin/python benchmarks/bench_pixel_latency.py [--runs 100] [--threads 2] [--compare]
 """
@@ -56,40 +57,45 @@ def observation(policy) -> dict:
     return obs
 
 
+ARMS = {"plain": (False, False), "fast": (True, False), "compiled": (True, True)}  # (fast_inference, compile)
+
+
 def compare(runs: int, warmup: int, threads: int) -> None:
-    """Each diffusion preset with ``fast_inference`` off and on, alternating run by run."""
+    """Each diffusion preset plain, fast and compiled, the order rotating run by run."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"bench_pixel_latency --compare: torch {torch.__version__}, {threads} threads, {runs} runs after {warmup} "
           f"warmup, batch 1, {platform.processor() or platform.machine()}, {os.cpu_count()} cores (load {load:.1f})")
-    print("| preset | plain p50 / p95 (ms) | fast p50 / p95 (ms) | fast / plain p50 | CPU ms p50: plain, fast "
-          "(ratio) | max action difference |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| preset | arm | p50 / p95 (ms) | p50 / plain | CPU ms p50 | max action difference to plain |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    names = list(ARMS)
     for preset, family in PRESETS.items():
         if family != "diffusion":
             continue
         policy = build(preset)
         obs = observation(policy)
-        wall: dict[bool, list[float]] = {False: [], True: []}
-        cpu: dict[bool, list[float]] = {False: [], True: []}
+        wall: dict[str, list[float]] = {arm: [] for arm in names}
+        cpu: dict[str, list[float]] = {arm: [] for arm in names}
+        chunks = {}
         with torch.no_grad():
+            for arm in names:  # the compiled arm compiles here, outside the timing
+                policy.set_fast_inference(ARMS[arm][0], compile=ARMS[arm][1])
+                chunks[arm] = policy.predict_action_chunk(obs, generator=torch.Generator().manual_seed(0))
             for i in range(warmup + runs):
-                for fast in ((False, True) if i % 2 else (True, False)):
-                    policy.set_fast_inference(fast)
+                for arm in names[i % 3:] + names[: i % 3]:
+                    policy.set_fast_inference(ARMS[arm][0], compile=ARMS[arm][1])
                     t0, c0 = time.perf_counter(), time.process_time()
                     policy.predict_action_chunk(obs)
                     if i >= warmup:
-                        wall[fast].append((time.perf_counter() - t0) * 1000.0)
-                        cpu[fast].append((time.process_time() - c0) * 1000.0)
-            chunks = {}
-            for fast in (False, True):
-                policy.set_fast_inference(fast)
-                chunks[fast] = policy.predict_action_chunk(obs, generator=torch.Generator().manual_seed(0))
-        difference = (chunks[True] - chunks[False]).abs().max().item()
-        p50 = {fast: float(np.median(wall[fast])) for fast in wall}
-        cpu50 = {fast: float(np.median(cpu[fast])) for fast in cpu}
-        print(f"| {preset} | {p50[False]:.1f} / {np.percentile(wall[False], 95):.1f} | {p50[True]:.1f} / "
-              f"{np.percentile(wall[True], 95):.1f} | {p50[True] / p50[False]:.2f} | {cpu50[False]:.1f}, "
-              f"{cpu50[True]:.1f} ({cpu50[True] / cpu50[False]:.2f}) | {difference:.1e} |")
+                        wall[arm].append((time.perf_counter() - t0) * 1000.0)
+                        cpu[arm].append((time.process_time() - c0) * 1000.0)
+        if policy.compiled_denoiser.failed:
+            print(f"| {preset} | compiled | torch.compile failed: the arm ran eagerly | | | |")
+        plain = float(np.median(wall["plain"]))
+        for arm in names:
+            p50 = float(np.median(wall[arm]))
+            difference = (chunks[arm] - chunks["plain"]).abs().max().item()
+            print(f"| {preset} | {arm} | {p50:.1f} / {np.percentile(wall[arm], 95):.1f} | {p50 / plain:.2f} | "
+                  f"{np.median(cpu[arm]):.1f} | {difference:.1e} |")
 
 
 def main() -> None:

@@ -1,12 +1,14 @@
 """The U-Net's fast inference path (``fast_inference``, ``MatmulConv1d``) gives the plain path's actions."""
 
+import warnings
 from pathlib import Path
 
 import pytest
 import torch
+import torch._dynamo
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
-from policy_fixtures import tiny_config
+from policy_fixtures import tensor_batch, tiny_config
 from torch.profiler import profile
 
 from robot_learn.policies import DiffusionConfig, make_policy
@@ -84,8 +86,6 @@ def test_flag_off_runs_the_plain_convolutions_and_on_runs_the_matmul_path():
 
 
 def test_training_takes_the_plain_convolutions_and_gets_the_same_loss(windows, stats):
-    from policy_fixtures import tensor_batch
-
     batch = tensor_batch(windows)
     losses = []
     for fast in (True, False):
@@ -100,8 +100,6 @@ def test_training_takes_the_plain_convolutions_and_gets_the_same_loss(windows, s
 
 
 def test_a_parameter_update_reaches_the_fast_path(windows, stats):
-    from policy_fixtures import tensor_batch
-
     policy = make_policy("diffusion", tiny_config(), stats)
     obs = random_obs(policy.eval(), 1)
     before = chunk(policy, obs)
@@ -149,3 +147,47 @@ def test_fast_inference_must_be_a_bool_and_survives_a_checkpoint(tmp_path):
     loaded = load_policy(tmp_path)
     assert loaded.config.fast_inference is False
     assert not any(m.matmul_inference for m in loaded.modules() if isinstance(m, MatmulConv1d))
+
+
+def test_compile_inference_falls_back_to_eager_with_one_warning_when_no_compiler_works():
+    import torch._inductor.config as inductor_config
+
+    torch._dynamo.reset()
+    eager = make_policy("diffusion", tiny_config(down_dims=[16, 32]), None).eval()
+    policy = make_policy("diffusion", tiny_config(down_dims=[16, 32], compile_inference=True), None).eval()
+    policy.load_state_dict(eager.state_dict())
+    obs = random_obs(policy, 1)
+    # inductor's own patch(): monkeypatch's undo leaves its config module broken for later tests.
+    # A cached graph would need no compiler, so the cache is off too.
+    with inductor_config.patch({"cpp.cxx": ("/nonexistent/c++",), "fx_graph_cache": False}), \
+            pytest.warns(RuntimeWarning, match="compile_inference: torch.compile failed") as caught:
+        first = chunk(policy, obs)
+        second = chunk(policy, obs)
+    assert len([w for w in caught if "compile_inference" in str(w.message)]) == 1
+    torch.testing.assert_close(first, chunk(eager, obs))
+    torch.testing.assert_close(second, first)
+    torch._dynamo.reset()
+
+
+@pytest.mark.slow  # compiling takes 30-60 s on 2 cores
+def test_compiled_denoiser_gives_the_plain_paths_actions_and_sees_parameter_updates(windows, stats):
+    torch._dynamo.reset()
+    policy = make_policy("diffusion", tiny_config(down_dims=[16, 32], compile_inference=True), stats)
+    obs = random_obs(policy.eval(), 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a fallback to eager would pass the comparison unseen
+        compiled = chunk(policy, obs)
+    assert policy.compiled_denoiser.compiled is not None and not policy.compiled_denoiser.failed
+    policy.set_fast_inference(False, compile=False)
+    torch.testing.assert_close(compiled, chunk(policy, obs), rtol=1e-5, atol=1e-5)
+    optimizer = torch.optim.SGD(policy.parameters(), lr=0.5)
+    policy.train()
+    policy.compute_loss(tensor_batch(windows))["loss"].backward()
+    optimizer.step()
+    policy.eval()
+    plain = chunk(policy, obs)
+    policy.set_fast_inference(True, compile=True)
+    torch.testing.assert_close(chunk(policy, obs), plain, rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(plain, compiled, atol=1e-3)
+    torch._dynamo.reset()
+

@@ -24,6 +24,7 @@ from diffusers import DDIMScheduler, DDPMScheduler, DPMSolverMultistepScheduler
 
 from robot_learn.policies.base import Obs, Policy
 from robot_learn.policies.config_checks import check_choice
+from robot_learn.policies.diffusion.compiled_denoiser import CompiledDenoiser
 from robot_learn.policies.diffusion.configuration_diffusion import INFERENCE_SCHEDULERS, DiffusionConfig
 from robot_learn.policies.diffusion.matmul_conv import set_matmul_inference
 from robot_learn.policies.diffusion.mip_head import MIP_PASSES, check_sampler_fits_head, mip_loss, mip_sample
@@ -126,6 +127,7 @@ class DiffusionPolicy(Policy):
                 causal=config.transformer_causal,
             )
         set_matmul_inference(self.denoiser, config.fast_inference)
+        self.compiled_denoiser = CompiledDenoiser(self.denoiser)  # used when config.compile_inference
         # Training adds noise with the DDPM forward process, the same schedule every sampler reverses.
         self.noise_scheduler = make_inference_scheduler("ddpm", config)
         self.sampler = make_inference_scheduler(config.inference_scheduler, config)
@@ -147,9 +149,11 @@ class DiffusionPolicy(Policy):
         self.sampler = make_inference_scheduler(kind, self.config)
         self.num_inference_steps = steps
 
-    def set_fast_inference(self, enabled: bool) -> None:
-        """Switch the U-Net's matmul inference path (config ``fast_inference``) on or off; same actions either way."""
-        self.config = self.config.with_changes(fast_inference=bool(enabled))
+    def set_fast_inference(self, enabled: bool, compile: bool | None = None) -> None:
+        """Switch the U-Net's matmul inference path (config ``fast_inference``) and, when ``compile``
+        is given, torch.compile of the denoiser (``compile_inference``); same actions either way."""
+        compile_inference = self.config.compile_inference if compile is None else bool(compile)
+        self.config = self.config.with_changes(fast_inference=bool(enabled), compile_inference=compile_inference)
         set_matmul_inference(self.denoiser, enabled)
 
     # --- training ---------------------------------------------------------------
@@ -176,8 +180,9 @@ class DiffusionPolicy(Policy):
         obs_features, text_features = self._encode(obs)
         batch, device = obs_features.shape[0], obs_features.device
         shape = (batch, self.action_horizon, self.action_dim)
+        denoiser = self.compiled_denoiser if self.config.compile_inference else self.denoiser
         if self.config.head == "mip":
-            sample = mip_sample(self.denoiser, obs_features, text_features, shape, self.config.mip_t_star)
+            sample = mip_sample(denoiser, obs_features, text_features, shape, self.config.mip_t_star)
             return self.action_normalizer.unnormalize(sample.clamp(-1.0, 1.0))
         noise_device = generator.device if generator is not None else device
         sample = torch.randn(shape, generator=generator, device=noise_device, dtype=torch.float32).to(device)
@@ -185,7 +190,7 @@ class DiffusionPolicy(Policy):
         self.sampler.set_timesteps(self.num_inference_steps, device=device)
         for t in self.sampler.timesteps:
             timesteps = torch.full((batch,), int(t), device=device, dtype=torch.long)
-            model_output = self.denoiser(sample, timesteps, obs_features, text_features).float()
+            model_output = denoiser(sample, timesteps, obs_features, text_features).float()
             sample = self.sampler.step(model_output, t, sample, generator=generator).prev_sample.float()
         return self.action_normalizer.unnormalize(sample.clamp(-1.0, 1.0))
 
