@@ -29,6 +29,7 @@ from robot_learn.training.checkpoint import (
     EMA_DIRNAME,
     POLICY_DIRNAME,
     STATE_FILENAME,
+    INFERENCE_ONLY_FIELDS,
     CheckpointError,
     check_resume_steps,
     config_differences,
@@ -396,14 +397,16 @@ class Trainer:
         except Exception as exc:
             raise CheckpointError(f"checkpoint weights in {policy_dir} are corrupt or unreadable "
                                   f"({type(exc).__name__}: {exc})") from exc
+        # Settings that change what is trained but not the weights' shapes (policy.head,
+        # prediction_type, the frame encoder...) would load silently: compare them first.
+        changed = config_differences(loaded.config, module.config, ignore=INFERENCE_ONLY_FIELDS)
+        if changed:
+            raise CheckpointError(
+                f"the checkpoint in {policy_dir} was saved with other policy settings ({'; '.join(changed)}); "
+                "resuming needs the same settings, or start a fresh run in another directory")
         try:
             module.load_state_dict(loaded.state_dict())
         except Exception as exc:
-            changed = config_differences(loaded.config, module.config)
-            if changed:
-                raise CheckpointError(
-                    f"the checkpoint in {policy_dir} was saved with other policy settings ({'; '.join(changed)}); "
-                    "resuming needs the same settings, or start a fresh run in another directory") from exc
             raise CheckpointError(
                 f"checkpoint weights in {policy_dir} are corrupt or do not fit this policy "
                 f"({type(exc).__name__}: {exc})"

@@ -49,6 +49,21 @@ def test_resume_with_other_policy_sizes_names_the_changed_settings(store, tmp_pa
         _trainer(store, tmp_path, steps=8, policy=policy).fit()
 
 
+def test_resume_with_another_head_is_refused_though_the_weights_fit(store, tmp_path):
+    """The MIP head has the diffusion head's parameters, so only the config tells them apart."""
+    _trainer(store, tmp_path, steps=4).fit()
+    stats = store.stats(["action", *OBS_KEYS])
+    mip = make_tiny_policy(store).config.with_changes(head="mip")
+    with pytest.raises(CheckpointError, match=r"saved with other policy settings \(head: saved 'diffusion', "
+                                              r"now 'mip'\); resuming needs the same settings"):
+        _trainer(store, tmp_path, steps=8, policy=DiffusionPolicy(mip, stats=stats)).fit()
+    # Sampling settings alone may change: the run resumes.
+    faster = make_tiny_policy(store).config.with_changes(num_inference_steps=3, execute_horizon=2)
+    trainer = _trainer(store, tmp_path, steps=6, policy=DiffusionPolicy(faster, stats=stats))
+    trainer.fit()
+    assert trainer.step == 6
+
+
 def test_a_garbage_trainer_state_is_named_in_one_line(store, tmp_path):
     _trainer(store, tmp_path, steps=4).fit()
     path = tmp_path / "checkpoints" / "step_0000004" / "trainer_state.pt"
