@@ -60,11 +60,37 @@ class EvalSettings:
     videos: int
     max_steps: int | None
     vectorization: str
+    conditions: Any = None  # robot_learn.envs.conditions.EnvConditions; None: the defaults
 
     def evaluate_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :func:`robot_learn.evaluation.evaluate`."""
         return {"episodes": self.episodes, "seed": self.seed, "workers": self.workers, "videos": self.videos,
-                "max_steps": self.max_steps, "vectorization": self.vectorization}
+                "max_steps": self.max_steps, "vectorization": self.vectorization, "conditions": self.conditions}
+
+
+def eval_conditions(cfg: DictConfig, prefix: str = "") -> Any:
+    """The start spread and disturbances an evaluation runs under (keys ``start_spread``,
+    ``disturbances``, ``disturbance_probability``, ``disturbance_seed`` under ``prefix``;
+    absent keys take the defaults: ``wide``, none). CLIError naming the key otherwise."""
+    from robot_learn.envs.conditions import EnvConditions
+
+    spread = OmegaConf.select(cfg, f"{prefix}start_spread", default="wide")
+    kinds = OmegaConf.select(cfg, f"{prefix}disturbances", default=None)
+    if kinds is None:
+        kinds = []
+    elif isinstance(kinds, str):  # disturbances=nudge
+        kinds = [kinds]
+    probability = (setting(cfg, f"{prefix}disturbance_probability", float, minimum=0.0)
+                   if OmegaConf.select(cfg, f"{prefix}disturbance_probability") is not None else 1.0)
+    if probability > 1.0:
+        raise CLIError(f"{prefix}disturbance_probability must be <= 1, got {probability:g}")
+    seed = (setting(cfg, f"{prefix}disturbance_seed", int, minimum=0)
+            if OmegaConf.select(cfg, f"{prefix}disturbance_seed") is not None else 0)
+    try:
+        return EnvConditions.of(str(spread), [str(k) for k in kinds], probability, seed)
+    except ValueError as err:
+        key = "start_spread" if "start_spread" in str(err) else "disturbances"
+        raise CLIError(f"{prefix}{key}: {err}") from None
 
 
 def eval_settings(cfg: DictConfig, prefix: str = "") -> EvalSettings:
@@ -77,4 +103,5 @@ def eval_settings(cfg: DictConfig, prefix: str = "") -> EvalSettings:
         videos=setting(cfg, f"{prefix}videos", int, minimum=0),
         max_steps=setting(cfg, f"{prefix}max_steps", int, minimum=1, optional=True),
         vectorization=setting(cfg, f"{prefix}vectorization", str, choices=VECTORIZATIONS),
+        conditions=eval_conditions(cfg, prefix),
     )

@@ -1,0 +1,43 @@
+"""``robot-learn eval`` (and ``train``'s evaluation) under a start spread and disturbances."""
+
+import json
+
+import pytest
+
+from robot_learn.policies import diffusion_state_config, make_policy
+
+
+def _saved_policy(path):
+    config = diffusion_state_config(down_dims=[16, 32], action_horizon=8, execute_horizon=4, num_inference_steps=2)
+    make_policy("diffusion", config).save(path)
+    return path
+
+
+def test_eval_runs_under_the_spread_and_disturbances_it_is_given(run_cli, tmp_path):
+    _saved_policy(tmp_path / "ckpt")
+    out = run_cli("eval", "checkpoint=ckpt", "task=stack", "episodes=2", "workers=1", "videos=0", "max_steps=12",
+                  "start_spread=narrow", "disturbances=[nudge]", "out_dir=evalout", timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads((tmp_path / "evalout" / "report.json").read_text())
+    stack = report["tasks"]["stack"]
+    assert stack["info"]["conditions"] == "narrow + nudge"
+    # Nudges land within the first 10 steps, and an untrained policy is never at the cube then.
+    assert stack["disturbances"]["nudge"]["episodes"] == 2
+    assert "stack ran under narrow + nudge: nudge in 2 episodes" in (tmp_path / "evalout" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["start_spread=medium"], "start_spread: unknown start_spread 'medium'; valid: wide, narrow"),
+    (["disturbances=[shove]"], "disturbances: unknown disturbance 'shove'; valid: nudge, slip"),
+    (["disturbances=nudge", "disturbance_probability=1.5"], "disturbance_probability must be <= 1, got 1.5"),
+    (["disturbance_probability=abc"], "disturbance_probability must be a number, got 'abc'"),
+    (["disturbances={a: 1}"], "Error merging override disturbances={a: 1}"),  # Hydra keeps it a list
+])
+def test_bad_conditions_are_one_line_errors_naming_the_key(user_error, tmp_path, args, message):
+    _saved_policy(tmp_path / "ckpt")
+    assert message in user_error("eval", "checkpoint=ckpt", "task=stack", *args)
+
+
+def test_train_checks_its_evaluation_conditions_before_training(user_error):
+    assert "eval.start_spread: unknown start_spread 'medium'" in user_error(
+        "train", "task=stack", "policy=diffusion_state", "eval.start_spread=medium")
