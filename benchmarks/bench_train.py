@@ -7,16 +7,25 @@ every step. Reports the median step time, samples/s, and the median time in the
 data pipeline (``sampler.sample`` + ``to_torch``) as a fraction of the whole step.
 Goal: data pipeline < 5% of the step.
 
+``--compare-optimizer`` instead times whole training steps (data, forward, backward,
+AdamW, EMA) of each preset with each AdamW implementation (``train.optimizer_impl``:
+fused, foreach, for_loop), one Trainer per implementation from the same weights, the
+order rotating step by step so that load hits all alike; it prints each one's median
+step and its ratio to ``for_loop`` (PyTorch's default on CPU).
+
     .venv/bin/python benchmarks/bench_train.py [--batch-size 64] [--steps 8] [--warmup 2] [--threads 2]
+    .venv/bin/python benchmarks/bench_train.py --compare-optimizer --steps 30
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import os
 import platform
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -69,14 +78,66 @@ def run(name: str, config, obs_keys: tuple[str, ...], store: EpisodeStore, args,
     }
 
 
+def compare_optimizers(name: str, config, obs_keys: tuple[str, ...], store: EpisodeStore, args,
+                       out_dir: Path) -> None:
+    """Median whole-step time per AdamW implementation, interleaved (see the module docstring)."""
+    from robot_learn.training.config import OPTIMIZER_IMPLS
+
+    trainers = {}
+    for impl in OPTIMIZER_IMPLS:
+        torch.manual_seed(0)
+        policy = build_policy_for_view(config, store.view())
+        sampler = WindowSampler(store, obs_keys=obs_keys, obs_horizon=config.obs_horizon,
+                                action_horizon=config.action_horizon, batch_size=args.batch_size, seed=0)
+        cfg = TrainConfig(steps=args.warmup + args.steps, batch_size=args.batch_size, warmup_steps=10,
+                          out_dir=str(out_dir / f"{name}_{impl}"), device="cpu", num_threads=args.threads,
+                          progress_bar=False, optimizer_impl=impl)
+        trainers[impl] = Trainer(policy, sampler, cfg)
+    times: dict[str, list[float]] = {impl: [] for impl in OPTIMIZER_IMPLS}
+    for i in range(args.warmup + args.steps):
+        order = OPTIMIZER_IMPLS[i % 3:] + OPTIMIZER_IMPLS[: i % 3]
+        for impl in order:
+            t0 = time.perf_counter()
+            trainers[impl]._train_step()
+            if i >= args.warmup:
+                times[impl].append(time.perf_counter() - t0)
+    base = statistics.median(times["for_loop"])
+    rng = np.random.default_rng(0)
+    for impl in OPTIMIZER_IMPLS:
+        p50 = statistics.median(times[impl])
+        # Paired: each rotation's step against for_loop's step in the same rotation; the
+        # median of those ratios with its 95% bootstrap interval.
+        ratios = np.asarray(times[impl]) / np.asarray(times["for_loop"])
+        boot = [np.median(rng.choice(ratios, len(ratios))) for _ in range(2000)]
+        low, high = np.percentile(boot, [2.5, 97.5])
+        print(f"| {name} | {impl} | {1000 * p50:.1f} | {p50 / base:.3f} | {np.median(ratios):.3f} "
+              f"[{low:.3f}, {high:.3f}] |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--steps", type=int, default=8, help="measured steps per config")
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured steps first")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--compare-optimizer", action="store_true",
+                        help="whole-step time per AdamW implementation, interleaved")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.compare_optimizer:
+        print(f"bench_train --compare-optimizer: torch {torch.__version__}, {args.threads} threads, batch "
+              f"{args.batch_size}, {args.warmup} warmup + {args.steps} measured steps per implementation, "
+              f"load {os.getloadavg()[0]:.1f}")
+        print("| preset | optimizer_impl | step p50 (ms) | p50 / for_loop p50 | paired ratio, median [95% CI] |")
+        print("| --- | --- | ---: | ---: | ---: |")
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            compare_optimizers("diffusion_state", diffusion_state_config(), ("state", "env_state"),
+                               build_store(tmp / "state.zarr", episodes=20, length=100, cameras=()), args, tmp)
+            compare_optimizers("diffusion_image", diffusion_image_config(), ("state", "images/front", "images/wrist"),
+                               build_store(tmp / "image.zarr", episodes=10, length=60, cameras=("front", "wrist")),
+                               args, tmp)
+        return
 
     print("bench_train: Trainer throughput and data-pipeline share of the step")
     print(f"  torch {torch.__version__} | CPU, {args.threads} threads | {platform.processor() or platform.machine()}")

@@ -12,6 +12,7 @@ from robot_learn.policies.config_checks import check_field_types
 
 _DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 VALID_DEVICES = "auto, cpu, cuda, cuda:N"
+OPTIMIZER_IMPLS = ("fused", "foreach", "for_loop")
 
 
 def check_device_name(device: str) -> str:
@@ -91,6 +92,9 @@ class TrainConfig:
     betas: tuple[float, float] = (0.95, 0.999)
     warmup_steps: int = 500
     grad_clip: float = 1.0  # max global grad norm; 0 disables clipping
+    # AdamW's implementation: fused (one kernel over all parameters; the measured best on
+    # CPU, benchmarks/bench_optimizer.py), foreach (grouped ops) or for_loop (one parameter at a time)
+    optimizer_impl: str = "fused"
     ema: EMAConfig = field(default_factory=EMAConfig)
     ckpt_every: int = 1000
     keep_last_k: int = 3  # 0 keeps every checkpoint
@@ -129,6 +133,8 @@ class TrainConfig:
         if self.grad_clip < 0:
             raise ValueError(f"grad_clip must be >= 0 (0 disables); got {self.grad_clip}")
         check_device_name(self.device)
+        if self.optimizer_impl not in OPTIMIZER_IMPLS:
+            raise ValueError(f"unknown optimizer_impl '{self.optimizer_impl}'; valid: {', '.join(OPTIMIZER_IMPLS)}")
         if self.ddp_backend not in ("auto", "gloo", "nccl"):
             raise ValueError(f"unknown ddp_backend '{self.ddp_backend}'; valid backends: auto, gloo, nccl")
 

@@ -124,8 +124,10 @@ class Trainer:
             )
         self._sync_ema_policy()
 
+        impl = {"fused": {"fused": True}, "foreach": {"foreach": True}, "for_loop": {"foreach": False}}
         self.optimizer = torch.optim.AdamW(
-            self.policy.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay
+            self.policy.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay,
+            **impl[cfg.optimizer_impl],
         )
         self.lr_scheduler = make_warmup_cosine_scheduler(self.optimizer, cfg.warmup_steps, cfg.steps)
         self.step = 0

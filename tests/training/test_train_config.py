@@ -47,7 +47,8 @@ def test_unknown_keys_are_refused_naming_the_valid_keys():
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [("steps", 0, "steps must be >= 1"), ("lr", 0.0, "lr must be > 0"),
-     ("grad_clip", -1.0, "grad_clip must be >= 0"), ("betas", (0.9,), "betas must be two numbers")],
+     ("grad_clip", -1.0, "grad_clip must be >= 0"), ("betas", (0.9,), "betas must be two numbers"),
+     ("optimizer_impl", "adam8bit", "unknown optimizer_impl 'adam8bit'; valid: fused, foreach, for_loop")],
 )
 def test_bad_values_are_refused_naming_the_field(field, value, message):
     with pytest.raises(ValueError, match=message):
