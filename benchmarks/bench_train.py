@@ -14,6 +14,7 @@ order rotating step by step so that load hits all alike; it prints each one's me
 step and its ratio to ``for_loop`` (PyTorch's default on CPU).
 
     .venv/bin/python benchmarks/bench_train.py [--batch-size 64] [--steps 8] [--warmup 2] [--threads 2]
+                                               [--no-cache] [--prefetch N]
     .venv/bin/python benchmarks/bench_train.py --compare-optimizer --steps 30
 """
 
@@ -58,10 +59,12 @@ def run(name: str, config, obs_keys: tuple[str, ...], store: EpisodeStore, args,
     torch.manual_seed(0)
     policy = build_policy_for_view(config, store.view())
     sampler = WindowSampler(store, obs_keys=obs_keys, obs_horizon=config.obs_horizon,
-                            action_horizon=config.action_horizon, batch_size=args.batch_size, seed=0)
+                            action_horizon=config.action_horizon, batch_size=args.batch_size, seed=0,
+                            cache=not args.no_cache)
     total = args.warmup + args.steps
     cfg = TrainConfig(steps=total, batch_size=args.batch_size, warmup_steps=10, log_every=1, ckpt_every=0,
-                      out_dir=str(out_dir / name), device="cpu", num_threads=args.threads, progress_bar=False)
+                      out_dir=str(out_dir / name), device="cpu", num_threads=args.threads, progress_bar=False,
+                      prefetch=args.prefetch)
     Trainer(policy, sampler, cfg).fit()
     with open(out_dir / name / "metrics.csv") as f:
         rows = [r for r in csv.DictReader(f)][args.warmup:]
@@ -120,6 +123,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8, help="measured steps per config")
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured steps first")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-cache", action="store_true", help="read every batch from zarr (out of core)")
+    parser.add_argument("--prefetch", type=int, default=0, help="train.prefetch: batches drawn ahead on a thread")
     parser.add_argument("--compare-optimizer", action="store_true",
                         help="whole-step time per AdamW implementation, interleaved")
     args = parser.parse_args()
@@ -141,7 +146,8 @@ def main() -> None:
 
     print("bench_train: Trainer throughput and data-pipeline share of the step")
     print(f"  torch {torch.__version__} | CPU, {args.threads} threads | {platform.processor() or platform.machine()}")
-    print(f"  batch {args.batch_size} | {args.warmup} warmup + {args.steps} measured steps | fp32, AdamW, EMA, clip 1.0")
+    print(f"  batch {args.batch_size} | {args.warmup} warmup + {args.steps} measured steps | fp32, AdamW, EMA, clip 1.0"
+          f" | sampler cache {'off (zarr reads)' if args.no_cache else 'on'} | prefetch {args.prefetch}")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

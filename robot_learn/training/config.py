@@ -95,6 +95,7 @@ class TrainConfig:
     # AdamW's implementation: fused (one kernel over all parameters; the measured best on
     # CPU, benchmarks/bench_optimizer.py), foreach (grouped ops) or for_loop (one parameter at a time)
     optimizer_impl: str = "fused"
+    prefetch: int = 0  # batches a background thread draws ahead (robot_learn.data.prefetch); 0: off
     ema: EMAConfig = field(default_factory=EMAConfig)
     ckpt_every: int = 1000
     keep_last_k: int = 3  # 0 keeps every checkpoint
@@ -125,7 +126,8 @@ class TrainConfig:
         for name in ("steps", "batch_size"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")
-        for name in ("warmup_steps", "ckpt_every", "keep_last_k", "eval_every", "log_every", "num_threads"):
+        for name in ("warmup_steps", "ckpt_every", "keep_last_k", "eval_every", "log_every", "num_threads",
+                     "prefetch"):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"{name} must be >= 0; got {getattr(self, name)}")
         if self.lr <= 0:

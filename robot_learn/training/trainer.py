@@ -23,6 +23,7 @@ from diffusers.training_utils import EMAModel
 from torch import nn
 from tqdm.auto import tqdm
 
+from robot_learn.data.prefetch import PrefetchingSampler
 from robot_learn.policies import Policy, load_policy, to_torch
 from robot_learn.training.checkpoint import (
     CHECKPOINT_DIRNAME,
@@ -96,7 +97,7 @@ class Trainer:
                 "build the sampler with the config's batch size"
             )
         self.cfg = cfg
-        self.sampler = sampler
+        self.sampler = PrefetchingSampler(sampler, cfg.prefetch) if cfg.prefetch > 0 else sampler
         self.evaluate_fn = evaluate_fn
         self.out_dir = Path(cfg.out_dir)
         if cfg.num_threads > 0:
@@ -165,6 +166,8 @@ class Trainer:
                 if logger is not None:
                     logger.close()
         finally:
+            if isinstance(self.sampler, PrefetchingSampler):
+                self.sampler.close()
             self.dist.close()
 
     # ------------------------------------------------------------------ the loop
