@@ -14,7 +14,10 @@ if not os.environ.get("DISPLAY"):
 from .base_env import TabletopEnv  # noqa: E402
 from .experts import PickPlaceExpert  # noqa: E402
 from .registry import TASK_NAMES, TASK_SPECS, TaskSpec, make_env, make_expert, register_envs, task_spec  # noqa: E402
-from .reversal import RecordedEpisode, record_expert_episode, replay_reversed, reverse_episode  # noqa: E402
+from .reversal import (  # noqa: E402
+    RecordedEpisode, easy_task_of, forward_task_of, record_expert_episode, replay_reversed, reverse_episode, reverse_into,
+    reverse_pairs, reverse_recorded, reverse_steps,
+)
 from .sim_robot import SimRobot, SimRobotError, make_sim_robot  # noqa: E402
 from .task_base import PHASES  # noqa: E402
 
@@ -30,11 +33,17 @@ __all__ = [
     "SimRobotError",
     "TabletopEnv",
     "TaskSpec",
+    "easy_task_of",
+    "forward_task_of",
     "make_env",
     "make_expert",
     "make_sim_robot",
     "record_expert_episode",
     "replay_reversed",
     "reverse_episode",
+    "reverse_into",
+    "reverse_pairs",
+    "reverse_recorded",
+    "reverse_steps",
     "task_spec",
 ]

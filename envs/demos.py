@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -25,32 +26,39 @@ DEFAULT_OBS_KEYS = ("state", "env_state")
 OPTIONAL_OBS_KEYS = ("objects",)
 
 
-def run_expert(env: Any, expert: Any, seed: int, recorder: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def run_expert(env: Any, expert: Any, seed: int, recorder: Any, *, to_rest: bool = False,
+               timestamps: bool = False) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Run the expert for one episode from ``env.reset(seed)``, recording each step into
     ``recorder`` (an :class:`~robot_learn.data.EpisodeRecorder`); returns the final
     observation and the info of every step.
 
     Row t holds the observation before action t, action t, the reward of that
     step, the progress of observation t (from the previous info) and the phase
-    the expert was in when it chose action t.
+    the expert was in when it chose action t (and, with ``timestamps``, the wall
+    clock when observation t was taken). The episode ends at success or the time
+    limit; ``to_rest`` goes on past success until the expert is back at its start
+    pose (episodes to be time-reversed), still within the time limit.
     """
     obs, info = env.reset(seed=seed)
     expert.reset(env)
     progress = float(info.get("progress", 0.0))
     infos = []
     while True:
+        observed_at = time.time() if timestamps else None
         action = np.asarray(expert.act(obs, env), dtype=np.float32)
         phase = int(expert.phase)
         next_obs, reward, terminated, truncated, info = env.step(action)
-        recorder.record(obs, action, reward=float(reward), progress=progress, phase=phase)
+        recorder.record(obs, action, reward=float(reward), progress=progress, phase=phase, timestamp=observed_at)
         infos.append(info)
         obs, progress = next_obs, float(info.get("progress", progress))
-        if terminated or truncated:
+        # Past success the env stops counting towards truncation: to_rest counts itself.
+        done = (expert.at_rest or len(infos) >= env.unwrapped.max_steps) if to_rest else terminated
+        if done or truncated:
             return obs, infos
 
 
-def record_demo_episode(env: Any, expert: Any, seed: int,
-                          obs_keys: Sequence[str] = DEFAULT_OBS_KEYS) -> tuple[dict[str, np.ndarray], dict]:
+def record_demo_episode(env: Any, expert: Any, seed: int, obs_keys: Sequence[str] = DEFAULT_OBS_KEYS,
+                        to_rest: bool = False, timestamps: bool = False) -> tuple[dict[str, np.ndarray], dict]:
     """Run the expert for one episode; returns (steps, meta) in the store's format
     (rows as :func:`run_expert` records them; the expert is the only controller, so
     ``policy_action`` is the action)."""
@@ -62,7 +70,7 @@ def record_demo_episode(env: Any, expert: Any, seed: int,
     if unknown:
         raise ValueError(f"cannot record observation keys {unknown}; this env offers {offered}")
     recorder = EpisodeRecorder(obs_keys)
-    obs, infos = run_expert(env, expert, seed, recorder)
+    obs, infos = run_expert(env, expert, seed, recorder, to_rest=to_rest, timestamps=timestamps)
     meta = {"instruction": str(obs.get("instruction", "")), "success": bool(infos[-1].get("success", False)),
             "seed": int(seed)}
     return recorder.steps(), meta
@@ -73,12 +81,14 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
                   image_size: int = 96, max_steps: int | None = None,
                   keep_failures: bool = False, source: str = "demo",
                   progress_bar: bool = True, obs_keys: Sequence[str] = DEFAULT_OBS_KEYS,
-                  wait: bool | float = False) -> CollectSummary:
+                  wait: bool | float = False, to_rest: bool = False) -> CollectSummary:
     """Record ``episodes`` expert episodes (seeds ``seed + i``) into the store at ``path``.
 
     The store is created if missing and appended to otherwise. Failed episodes
     are dropped unless ``keep_failures``. If another process is writing the store,
     ``wait`` (True, or seconds) waits for it; otherwise that is a StoreError.
+    ``to_rest``: each episode goes on past success until the expert is back at its
+    start pose (see :func:`run_expert`), as episodes to be time-reversed must.
     """
     from tqdm import tqdm
 
@@ -98,7 +108,7 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
         for i in bar:
             # A fresh expert per episode: its noise depends only on that episode's seed.
             expert = make_expert(task, noise=noise, seed=seed + i)
-            steps, meta = record_demo_episode(env, expert, seed + i, obs_keys)
+            steps, meta = record_demo_episode(env, expert, seed + i, obs_keys, to_rest=to_rest)
             successes += meta["success"]
             if meta["success"] or keep_failures:
                 store.append_episode(steps, {**meta, "task": task, "source": source})

@@ -8,7 +8,10 @@ The commanded pose moves toward the phase's waypoint at a capped speed, so
 actions are smooth absolute poses.  Grasp and release are symmetric under time
 reversal: the gripper only changes while the arm is still, with still steps on
 both sides (settle, then close/open), so a reversed reverse-task episode
-closes the gripper before lifting and opens it before leaving.
+closes the gripper before lifting and opens it before leaving.  Once done
+(after the retreat) the expert returns to the pose it started from and holds
+there (``at_rest``): an episode recorded that far, reversed, starts where the
+forward task's episodes start.
 
 ``noise`` in [0, 1] (larger is allowed) makes mixed-quality demos: Gaussian
 action noise, random hesitations (the previous action repeats) and overshoots
@@ -60,6 +63,8 @@ class PickPlaceExpert:
         self.env = env.unwrapped
         tcp, yaw = self.env.tcp_pose()
         self.cmd = np.array([*tcp, yaw], dtype=np.float64)
+        self.start = self.cmd.copy()
+        self.at_rest = False  # done and back at the start pose
         self.grip = 0.0
         self.phase = APPROACH
         self.counter = 0
@@ -187,7 +192,10 @@ class PickPlaceExpert:
             if self._reached(wp, tcp):
                 self._goto(DONE)
             return wp, SLOW
-        return self.cmd.copy(), 0.0  # DONE: hold still
+        # DONE: back to the start pose, then hold still there.
+        if not self.at_rest and self._reached(self.start, tcp):
+            self.at_rest = True
+        return self.start.copy(), FAST
 
     def _reached(self, waypoint: np.ndarray, tcp: np.ndarray) -> bool:
         """The command sits on the waypoint and the arm has (nearly) caught up."""

@@ -92,16 +92,21 @@ def make_env(
         return make_external_env(name, cameras=tuple(cameras), image_size=image_size, max_steps=max_steps,
                                  render_mode=render_mode)
     spec = task_spec(name)
-    task = _FAMILY_CLASSES[spec.family](forward=spec.variant == "forward")
     return TabletopEnv(
         name,
-        task,
+        family_task(name),
         max_steps=spec.max_steps if max_steps is None else max_steps,
         cameras=tuple(cameras),
         image_size=image_size,
         action_mode=action_mode,
         render_mode=render_mode,
     )
+
+
+def family_task(name: str) -> FamilyTask:
+    """The ``FamilyTask`` (templates, goals, success test) of one of our tasks."""
+    spec = task_spec(name)
+    return _FAMILY_CLASSES[spec.family](forward=spec.variant == "forward")
 
 
 def make_expert(name: str, noise: float = 0.0, seed: int | None = None) -> PickPlaceExpert:

@@ -1,22 +1,128 @@
-"""Time reversal: turn a reverse-task (easy) episode into forward-task actions.
+"""Time reversal: turn reverse-task (easy) episodes into forward-task (hard) demonstrations.
 
 Pose actions are absolute, so an episode can be played backwards: the arm
 visits the recorded end-effector poses in reverse order and the gripper
-commands run backwards (a release becomes a grasp).  The forward env starts
-from the reverse episode's *final* scene (both variants of a family share one
-scene, so ``set_state`` loads it) and its own success test judges the result.
+commands run backwards (a release becomes a grasp).  Both variants of a family
+share one scene, so the reverse episode's *final* scene is a start of the
+forward task, and its first scene is the forward task's goal.
+
+- :func:`reverse_episode` / :func:`frame_actions`: the actions of a pose
+  sequence, ``action[t] = (pose[t + 1], gripper[t])``;
+- :func:`reverse_steps` / :func:`reverse_recorded` / :func:`reverse_into`: a
+  stored episode (its steps, with its meta, or a store's episodes) reversed in
+  time: observations, images and poses reversed, actions rebuilt as absolute
+  targets, instruction reworded for the forward task;
+- :func:`replay_reversed`: play a recorded reverse episode backwards in the
+  forward env (the test that reversal is well defined).
+
+Episodes meant for reversal are recorded *to rest* (``collect_demos(..., to_rest=True)``):
+past success the expert retreats and returns to its start pose, so the
+reversed episode starts where the forward task's episodes start.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from .base_env import TabletopEnv
 from .demos import run_expert
-from .registry import make_env, make_expert, task_spec
+from .registry import TASK_SPECS, family_task, make_env, make_expert, task_spec
+
+EE_POSE = slice(6, 10)  # x, y, z, yaw of the end effector in ``state``
+GRIPPER = 4             # the gripper command in a pose action
+POSE_ACTION_DIM = 5     # x, y, z, yaw, gripper
+TRACKING_TOLERANCE = 0.02  # m: pose targets sit this close (median) to the poses they reach
+
+
+def reverse_pairs() -> dict[str, str]:
+    """Every registered pair, easy (reverse) task -> hard (forward) task."""
+    return {s.name: s.partner for s in TASK_SPECS.values() if s.variant == "reverse"}
+
+
+def _pairs_text() -> str:
+    return ", ".join(f"{easy} -> {hard}" for easy, hard in reverse_pairs().items())
+
+
+def forward_task_of(easy: str) -> str:
+    """The hard task that reversed ``easy`` episodes demonstrate; ValueError listing the pairs."""
+    pairs = reverse_pairs()
+    if easy not in pairs:
+        raise ValueError(f"task {easy!r} has no registered reverse pair to reverse into; "
+                         f"pairs (easy -> hard): {_pairs_text()}")
+    return pairs[easy]
+
+
+def easy_task_of(hard: str) -> str:
+    """The easy task whose reversed episodes demonstrate ``hard``; ValueError listing the pairs."""
+    for easy, forward in reverse_pairs().items():
+        if forward == hard:
+            return easy
+    raise ValueError(f"task {hard!r} has no registered easy reverse task to learn it from; "
+                     f"pairs (easy -> hard): {_pairs_text()}")
+
+
+def forward_instruction(easy: str, instruction: str) -> str:
+    """The forward task's wording of an ``easy`` task instruction (same template index and
+    colours, as ``set_state`` words a state loaded from the other variant)."""
+    reverse, forward = family_task(easy), family_task(task_spec(easy).partner)
+    for i, template in enumerate(reverse.templates):
+        pattern = re.escape(template).replace(r"\{move\}", "(?P<move>[a-z]+)").replace(r"\{target\}", "(?P<target>[a-z]+)")
+        found = re.fullmatch(pattern, instruction)
+        if found:
+            return forward.instruction(i, found.groupdict())
+    raise ValueError(f"instruction {instruction!r} matches none of the {easy!r} templates: "
+                     f"{'; '.join(reverse.templates)}")
+
+
+def action_mode_of(actions: np.ndarray, states: np.ndarray) -> str:
+    """``"pose"`` for absolute end-effector targets (x, y, z, yaw, gripper) that the
+    recorded poses follow; ``"joint"`` for joint targets; ``"relative"`` for 5-wide
+    actions far from the poses they reach (steps, not targets); else ``"<n>-wide"``."""
+    actions, states = np.asarray(actions), np.asarray(states)
+    width = actions.shape[-1]
+    if width == 6:
+        return "joint"
+    if width != POSE_ACTION_DIM or states.shape[-1] < EE_POSE.stop:
+        return f"{width}-wide"
+    if len(actions) < 2:
+        return "pose"
+    reached = states[1:, EE_POSE][:, :3]
+    error = np.median(np.linalg.norm(actions[:-1, :3] - reached, axis=1))
+    return "pose" if error <= TRACKING_TOLERANCE else "relative"
+
+
+def check_pose_actions(steps: Mapping[str, np.ndarray], where: str) -> None:
+    """ValueError naming the action mode unless ``steps`` holds absolute pose actions."""
+    if "state" not in steps:
+        raise ValueError(f"{where} has no 'state' (end-effector poses); keys: {', '.join(sorted(steps))}")
+    mode = action_mode_of(steps["action"], steps["state"])
+    if mode != "pose":
+        said = {"joint": "joint-target actions (action mode 'joint')",
+                "relative": "relative pose actions (action mode 'relative': the poses reached do not follow "
+                            "them as targets)"}.get(mode, f"{mode} actions (no action mode of these tasks)")
+        raise ValueError(f"{where} has {said}, not absolute end-effector poses; reversal and the kinematic "
+                         f"filter need action mode 'pose' (x, y, z, yaw, gripper)")
+
+
+def next_pose_actions(poses: np.ndarray, gripper: np.ndarray) -> np.ndarray:
+    """``[n, 5]`` float32 pose actions, ``action[t] = (poses[t + 1], gripper[t])``, from
+    ``poses`` ``[n + 1, 4]`` and ``gripper`` ``[n]``."""
+    actions = np.empty((len(gripper), POSE_ACTION_DIM), dtype=np.float32)
+    actions[:, :4] = poses[1 : len(gripper) + 1]
+    actions[:, GRIPPER] = gripper
+    return actions
+
+
+def frame_actions(poses: np.ndarray, gripper: np.ndarray) -> np.ndarray:
+    """One pose action per frame: the next frame's pose with this frame's gripper; the
+    last frame holds its own pose. ``poses`` ``[N, 4]``, ``gripper`` ``[N]`` -> ``[N, 5]``."""
+    poses, gripper = np.asarray(poses, dtype=np.float64), np.asarray(gripper, dtype=np.float64)
+    return np.concatenate([next_pose_actions(poses, gripper[:-1]),
+                           next_pose_actions(poses[[-1, -1]], gripper[-1:])])
 
 
 def reverse_episode(ee_poses: np.ndarray, gripper: np.ndarray) -> np.ndarray:
@@ -39,10 +145,72 @@ def reverse_episode(ee_poses: np.ndarray, gripper: np.ndarray) -> np.ndarray:
         raise ValueError(f"need at least 2 poses and 1 gripper command, got {len(poses)} and {len(grip)}")
     rp, rg = poses[::-1], grip[::-1]
     n = min(len(rp) - 1, len(rg))
-    actions = np.empty((n, 5), dtype=np.float32)
-    actions[:, :4] = rp[1 : n + 1]
-    actions[:, 4] = rg[:n]
-    return actions
+    return next_pose_actions(rp[: n + 1], rg[:n])
+
+
+def reverse_steps(steps: Mapping[str, np.ndarray], where: str = "episode") -> dict[str, np.ndarray]:
+    """A stored pose-mode episode (per-step arrays, row t = observation t and action t)
+    reversed in time, as a forward-task demonstration:
+
+    - observations, images and ``phase`` reversed;
+    - ``action`` (and ``policy_action``) rebuilt by :func:`frame_actions` from the
+      reversed poses, with each frame's gripper the command that led into it, so
+      reversed row t undoes original transition T-2-t: ``reverse_episode`` pairing;
+    - ``reward`` 1 on the last row only (the reversed end is the easy task's start,
+      the hard task's goal), ``progress`` 1 - the reversed progress,
+      ``intervention`` False, ``timestamp`` kept in its (increasing) order.
+
+    ValueError, naming ``where`` and the action mode, unless the actions are absolute poses.
+    """
+    check_pose_actions(steps, where)
+    out = {k: np.ascontiguousarray(v[::-1]) for k, v in steps.items()
+           if k not in ("action", "policy_action", "reward", "progress", "intervention", "timestamp")}
+    commands = np.asarray(steps["action"])[:, GRIPPER]
+    into_frame = np.concatenate([commands[:1], commands[:-1]])  # the command that led into frame t
+    out["action"] = frame_actions(out["state"][:, EE_POSE], into_frame[::-1])
+    if "policy_action" in steps:
+        out["policy_action"] = out["action"].copy()
+    if "reward" in steps:
+        out["reward"] = np.zeros(len(out["action"]), dtype=np.float32)
+        out["reward"][-1] = 1.0
+    if "progress" in steps:
+        out["progress"] = (1.0 - np.asarray(steps["progress"], dtype=np.float32))[::-1].copy()
+    if "intervention" in steps:
+        out["intervention"] = np.zeros(len(out["action"]), dtype=bool)
+    if "timestamp" in steps:
+        out["timestamp"] = np.asarray(steps["timestamp"]).copy()
+    return out
+
+
+def reverse_recorded(steps: Mapping[str, np.ndarray], meta: Mapping[str, Any], where: str = "episode"
+                     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """A successful easy-task episode (per-step arrays and store meta) reversed
+    (:func:`reverse_steps`) into a demonstration of the forward partner: ``task`` and
+    ``instruction`` those of the partner, ``source`` ``reversed``, the other fields kept
+    (``created`` anew). ValueError listing the pairs for a task without one."""
+    easy = str(meta["task"])
+    hard = forward_task_of(easy)
+    return reverse_steps(steps, where), {**{k: v for k, v in meta.items() if k != "created"}, "task": hard,
+                                         "instruction": forward_instruction(easy, str(meta["instruction"])),
+                                         "source": "reversed"}
+
+
+def reverse_into(out: Any, store: Any, episodes: Any, keys: Any = None) -> int:
+    """Append each successful episode of ``store`` in ``episodes`` to the store ``out``,
+    reversed (:func:`reverse_recorded`); a failed easy episode does not end at the hard
+    task's goal and is skipped. ``keys``: the per-step keys to write (default: all of
+    ``store``'s). Returns the number written."""
+    keys = tuple(keys or store.keys)
+    written = 0
+    for e in map(int, episodes):
+        if not store.meta["success"][e]:
+            continue
+        episode = store.episode(e)
+        steps, meta = reverse_recorded({k: episode["steps"][k] for k in keys}, episode["meta"],
+                                       where=f"episode {e} of {getattr(store, 'path', 'the store')}")
+        out.append_episode(steps, meta)
+        written += 1
+    return written
 
 
 @dataclass
@@ -66,7 +234,7 @@ def record_expert_episode(task: str, seed: int, noise: float = 0.0, env: Tableto
     recorder = EpisodeRecorder(("state",))
     final_obs, infos = run_expert(env, make_expert(task, noise=noise, seed=seed), seed, recorder)
     steps = recorder.steps()
-    poses = np.concatenate([steps["state"][:, 6:10], final_obs["state"][None, 6:10]])
+    poses = np.concatenate([steps["state"][:, EE_POSE], final_obs["state"][None, EE_POSE]])
     return RecordedEpisode(task, seed, poses, steps["action"], bool(infos[-1]["success"]),
                            env.unwrapped.get_state(), infos)
 
@@ -77,11 +245,8 @@ def replay_reversed(episode: RecordedEpisode, env: TabletopEnv | None = None) ->
     Returns ``{"success", "steps", "actions", "observations", "infos"}``; the
     forward env runs until its success test passes or the actions run out.
     """
-    spec = task_spec(episode.task)
-    if spec.variant != "reverse":
-        raise ValueError(f"task {episode.task!r} is a forward task; reversal needs a reverse task")
-    env = env if env is not None else make_env(spec.partner, cameras=())
-    actions = reverse_episode(episode.ee_poses, episode.actions[:, 4])
+    env = env if env is not None else make_env(forward_task_of(episode.task), cameras=())
+    actions = reverse_episode(episode.ee_poses, episode.actions[:, GRIPPER])
     obs = env.unwrapped.reset_to_state(episode.final_state)
     observations, infos, success = [obs], [], False
     for action in actions:
