@@ -1,6 +1,8 @@
 """``robot-learn improve loop=METHOD rounds=N``: improvement rounds (Hydra app, config improve.yaml).
 
-1. demos (collected if missing) and a base policy (``base_policy`` or a short, weak training run);
+1. demos (collected if missing; by the expert the method names: loop=reversed records the easy
+   task's, to rest, and trains on them reversed) and a base policy (``base_policy`` or a short,
+   weak training run);
 2. round 0: evaluate the base policy;
 3. rounds 1..N of the method (``configs/loop/<method>.yaml``, :mod:`robot_learn.loops.methods`),
    collecting from the config's ``sources``, resumable;
@@ -17,19 +19,20 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from robot_learn.cli.errors import CLIError
-from robot_learn.cli.hydra_app import run_hydra_app
+from robot_learn.cli.hydra_app import demo_store_path, run_hydra_app
 from robot_learn.cli.train import check_store_fits_policy, ensure_demos, instantiate_node, policy_name_for_config
 
 
-def train_base_policy(cfg: DictConfig, demos: Any, run_dir: Path, train_cfg: Any) -> Path:
-    """Train the base policy on the demos (``base_train_steps``) unless ``base_policy`` is set."""
+def train_base_policy(cfg: DictConfig, demos: Any, run_dir: Path, train_cfg: Any, demo_path: Any) -> Path:
+    """Train the base policy on the demos (``base_train_steps``) unless ``base_policy`` is set;
+    ``demo_path``: the expert's store they come from (named when they do not fit the policy)."""
     from robot_learn.data import WindowSampler
     from robot_learn.training import Trainer, build_policy_for_view
 
     if cfg.base_policy:
         return Path(cfg.base_policy)
     policy_config = instantiate_node(cfg.policy, "policy")
-    check_store_fits_policy(demos, policy_config, cfg.data.path)
+    check_store_fits_policy(demos, policy_config, str(demo_path))
     policy = build_policy_for_view(policy_config, demos, name=policy_name_for_config(policy_config))
     sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=train_cfg.batch_size,
@@ -37,6 +40,25 @@ def train_base_policy(cfg: DictConfig, demos: Any, run_dir: Path, train_cfg: Any
     base_cfg = dataclasses.replace(train_cfg, out_dir=str(run_dir / "base"), steps=int(cfg.base_train_steps))
     print(f"training the base policy for {base_cfg.steps} steps on {demos.num_episodes} demos")
     return Path(Trainer(policy, sampler, base_cfg).fit()["final_policy_dir"])
+
+
+def base_demos(cfg: DictConfig, task: str, method: Any, loop_cfg: Any, run_dir: Path) -> tuple[Any, Any]:
+    """(the base policy's data, the expert demos it comes from): the demos of the expert the
+    method's recipe names, at ``data.path`` (for another expert's or to-rest demos, that
+    task's own default store unless data.path is set), made into base data by the method."""
+    recipe = method.demo_recipe(task)
+    path = cfg.data.path
+    cams, size = cfg.data.cameras, cfg.data.image_size
+    if (recipe.task != task or recipe.to_rest) and path == demo_store_path(task, cams, size):
+        path = demo_store_path(recipe.task, cams, size)
+        if recipe.to_rest:
+            path = path.removesuffix(".zarr") + "_to_rest.zarr"
+    expert_demos = ensure_demos(cfg, recipe.task, path, to_rest=recipe.to_rest)
+    demos = method.base_data(loop_cfg, task, expert_demos, run_dir)
+    if demos is not expert_demos:
+        print(f"      base data: {demos.num_episodes} {task} episodes from {expert_demos.num_episodes} "
+              f"{recipe.task} demos ({loop_cfg.method})")
+    return demos, expert_demos
 
 
 def improve_app(cfg: DictConfig) -> int:
@@ -47,7 +69,7 @@ def improve_app(cfg: DictConfig) -> int:
 
     from robot_learn.cli.tasks import check_task
     from robot_learn.evaluation import evaluate
-    from robot_learn.loops.methods import make_method
+    from robot_learn.loops.methods import make_method, method_class
     from robot_learn.loops.round import LoopContext
     from robot_learn.loops.rounds import run_rounds
     from robot_learn.policies import load_policy
@@ -62,8 +84,8 @@ def improve_app(cfg: DictConfig) -> int:
     print(f"run dir: {run_dir}\nloop: {loop_cfg.method}, {cfg.rounds} rounds of {loop_cfg.episodes} episodes "
           f"from {sources}")
 
-    demos = ensure_demos(cfg, task)
-    base_dir = train_base_policy(cfg, demos, run_dir, train_cfg)
+    demos, expert_demos = base_demos(cfg, task, method_class(loop_cfg.method), loop_cfg, run_dir)
+    base_dir = train_base_policy(cfg, demos, run_dir, train_cfg, expert_demos.store.path)
     base_numbers = None
     base_report = run_dir / "round_00" / "report.json"
     if cfg.base_eval:
@@ -95,7 +117,7 @@ def improve_app(cfg: DictConfig) -> int:
 
     ctx = LoopContext(run_dir=run_dir, task=task, demos=demos, make_robot=make_robot, make_operator=make_operator,
                       train_config=train_cfg, rate_hz=float(cfg.rate_hz), max_steps=int(cfg.task.max_steps),
-                      base_policy_dir=base_dir)
+                      base_policy_dir=base_dir, expert_demos=expert_demos)
     method = make_method(ctx, loop_cfg)
 
     def one_round(r: int, policy_dir: Path):
@@ -104,6 +126,8 @@ def improve_app(cfg: DictConfig) -> int:
         new_dir, numbers = method.run_round(r, policy_dir)
         print(f"round {r}: success {numbers['success_rate']:.1%} [{numbers['ci_low']:.1%}, {numbers['ci_high']:.1%}], "
               f"human {numbers['human_seconds']:.1f} s, interventions/ep {numbers['interventions_per_episode']:.2f}")
+        for note in numbers.get("notes", []):
+            print(f"round {r}: {note}")
         return new_dir, numbers
 
     run_rounds(run_dir, int(cfg.rounds), base_dir, base_numbers, one_round)

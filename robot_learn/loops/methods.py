@@ -8,9 +8,10 @@ from robot_learn.loops.autonomous import Autonomous
 from robot_learn.loops.help_curated import HelpCurated
 from robot_learn.loops.hgdagger import HGDagger
 from robot_learn.loops.recap import Recap
+from robot_learn.loops.reversed import Reversed
 from robot_learn.loops.round import LoopConfig, LoopContext, Method
 
-METHODS: dict[str, type[Method]] = {m.name: m for m in (HGDagger, HelpCurated, Recap, Autonomous)}
+METHODS: dict[str, type[Method]] = {m.name: m for m in (HGDagger, HelpCurated, Recap, Autonomous, Reversed)}
 
 
 def method_class(name: str) -> type[Method]:

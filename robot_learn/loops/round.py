@@ -73,6 +73,17 @@ class LoopContext:
     rate_hz: float = 10.0
     max_steps: int = 100
     base_policy_dir: Path | None = None         # what RETAIN merges towards (default: the round's start)
+    expert_demos: Any = None                    # the expert's demos when ``demos`` derive from them
+                                                # (loop=reversed: the easy task's); None: ``demos``
+
+
+@dataclass(frozen=True)
+class DemoRecipe:
+    """Which task's expert records the base demonstrations, and whether its episodes
+    go on past success until the expert is back at rest (episodes to be time-reversed)."""
+
+    task: str
+    to_rest: bool = False
 
 
 @dataclass
@@ -94,6 +105,17 @@ class Method:
 
     def __init__(self, ctx: LoopContext, cfg: LoopConfig) -> None:
         self.ctx, self.cfg = ctx, cfg
+
+    # ----- 0. the base data (before the rounds; the caller trains the base policy on it) -----
+    @classmethod
+    def demo_recipe(cls, task: str) -> DemoRecipe:
+        """Whose expert records the base demos: the task's own."""
+        return DemoRecipe(task)
+
+    @classmethod
+    def base_data(cls, cfg: LoopConfig, task: str, expert_demos: Any, run_dir: Path) -> Any:
+        """The base policy's training data (a view) from the recipe's demos: those demos."""
+        return expert_demos
 
     def run_round(self, r: int, policy_dir: Path) -> tuple[Path, dict[str, Any]]:
         """Round ``r`` from the policy at ``policy_dir``: returns the new policy's directory

@@ -56,7 +56,8 @@ def render_markdown(history: list[dict[str, Any]], title: str = "Improvement rou
                      f"{n.get('eval_episodes', '?')}) | [{n['ci_low']:.1%}, {n['ci_high']:.1%}] | "
                      f"{n.get('successes_per_hour', 0.0):.0f} | {n.get('interventions_per_episode', 0.0):.2f} | "
                      f"{n.get('human_seconds', 0.0):.1f} | {data} |")
-    return "\n".join(lines) + "\n"
+    notes = [f"- round {n['round']}: {note}" for n in history for note in n.get("notes", [])]
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
 def write_summary(run_dir: Path, history: list[dict[str, Any]]) -> None:

@@ -37,6 +37,40 @@ def test_improve_composes_sources_per_round_from_config(run_cli, tmp_path):
     assert operators[0] != "" and operators[1] == ""  # one episode each: the operator's, then none
 
 
+def test_reversed_loop_learns_stack_from_reversed_unstack_episodes_only(run_cli, tmp_path):
+    out = run_cli("improve", "loop=reversed", "rounds=1", *TINY, "loop.easy_train_steps=4",
+                  "loop.sources=[autonomous,reversed]", "loop.cycles=1", "loop.cycle_legs=2", "base_eval=false", timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    from robot_learn.data import EpisodeStore
+
+    # Only the easy task's expert recorded anything: no stack demo store was made or read.
+    assert [p.name for p in (tmp_path / "data").iterdir()] == ["unstack_demos_to_rest.zarr"]
+    run = tmp_path / "outputs/improve/stack_reversed"
+    base = EpisodeStore.open(run / "reversed_demos.zarr")
+    assert set(base.meta["task"]) == {"stack"} and set(base.meta["source"]) == {"reversed"}
+    collected = EpisodeStore.open(run / "collected.zarr")
+    assert sorted(map(str, collected.meta["source"])) == ["reversed", "rollout"]
+    assert set(collected.meta["task"]) == {"stack"}
+    r1 = next(r for r in json.loads((run / "rounds.json").read_text()) if r["round"] == 1)
+    assert r1["data_added"] == {"reversed": 1, "rollout": 1}
+    assert r1["train_frames"]["base"] == base.num_frames and r1["train_frames"]["collected"] > 0
+    assert r1["filter"]["filter"] == "kinematic" and r1["filter"]["episodes"] == 1
+    assert r1["easy_task"] == "unstack" and 0 <= r1["easy_success_rate"] <= 1
+    # One reset-free cycle: a 4-step policy fails its first leg (stack) within max_steps.
+    assert r1["reset_free"] == {"cycles": 1, "consecutive_successes": [0], "longest": 0,
+                                "mean_steps_to_success": None}
+    report = (run / "rounds.md").read_text()
+    assert "easy task unstack: success" in report and "reset-free: legs solved in a row [0]" in report
+
+
+def test_reversed_loop_refuses_a_task_without_an_easy_reverse_and_hard_task_sources(user_error):
+    line = user_error("improve", "loop=reversed", "task=unstack", *TINY)
+    assert "task 'unstack' has no registered easy reverse task to learn it from; pairs (easy -> hard): " \
+           "unstack -> stack, peg_remove -> peg_insert, bin_take -> bin_place" in line
+    line = user_error("improve", "loop=reversed", "loop.sources=[hitl]", *TINY)
+    assert "loop reversed cannot collect from ['hitl']" in line and "valid sources: autonomous, reversed" in line
+
+
 def test_unknown_loop_method_is_a_clear_error(user_error):
     line = user_error("improve", "loop.method=dagger", *TINY)
     assert "unknown loop method 'dagger'; valid methods: hgdagger, help_curated, recap, autonomous" in line
