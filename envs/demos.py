@@ -81,7 +81,7 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
                   image_size: int = 96, max_steps: int | None = None,
                   keep_failures: bool = False, source: str = "demo",
                   progress_bar: bool = True, obs_keys: Sequence[str] = DEFAULT_OBS_KEYS,
-                  wait: bool | float = False, to_rest: bool = False) -> CollectSummary:
+                  wait: bool | float = False, to_rest: bool = False, conditions: Any = None) -> CollectSummary:
     """Record ``episodes`` expert episodes (seeds ``seed + i``) into the store at ``path``.
 
     The store is created if missing and appended to otherwise. Failed episodes
@@ -89,6 +89,8 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
     ``wait`` (True, or seconds) waits for it; otherwise that is a StoreError.
     ``to_rest``: each episode goes on past success until the expert is back at its
     start pose (see :func:`run_expert`), as episodes to be time-reversed must.
+    ``conditions`` (:class:`~robot_learn.envs.conditions.EnvConditions`; None: the
+    defaults) sets the start spread and disturbances the expert records under.
     """
     from tqdm import tqdm
 
@@ -101,7 +103,8 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     path = Path(path)
     store = EpisodeStore.open_or_create(path, wait=wait)
-    env = make_env(task, cameras=tuple(cameras), image_size=image_size, max_steps=max_steps)
+    env = (conditions.make_env if conditions is not None else make_env)(
+        task, cameras=tuple(cameras), image_size=image_size, max_steps=max_steps)
     successes = stored = 0
     bar = tqdm(range(episodes), desc=f"collect {task}", unit="ep", disable=not progress_bar)
     try:

@@ -68,8 +68,8 @@ class EvalSettings:
                 "max_steps": self.max_steps, "vectorization": self.vectorization, "conditions": self.conditions}
 
 
-def eval_conditions(cfg: DictConfig, prefix: str = "") -> Any:
-    """The start spread and disturbances an evaluation runs under (keys ``start_spread``,
+def env_conditions(cfg: DictConfig, prefix: str = "") -> Any:
+    """The start spread and disturbances an evaluation or a collection runs under (keys ``start_spread``,
     ``disturbances``, ``disturbance_probability``, ``disturbance_seed`` under ``prefix``;
     absent keys take the defaults: ``wide``, none). CLIError naming the key otherwise."""
     from robot_learn.envs.conditions import EnvConditions
@@ -103,5 +103,5 @@ def eval_settings(cfg: DictConfig, prefix: str = "") -> EvalSettings:
         videos=setting(cfg, f"{prefix}videos", int, minimum=0),
         max_steps=setting(cfg, f"{prefix}max_steps", int, minimum=1, optional=True),
         vectorization=setting(cfg, f"{prefix}vectorization", str, choices=VECTORIZATIONS),
-        conditions=eval_conditions(cfg, prefix),
+        conditions=env_conditions(cfg, prefix),
     )

@@ -1,4 +1,4 @@
-"""``robot-learn eval`` (and ``train``'s evaluation) under a start spread and disturbances."""
+"""``robot-learn eval``, ``train``'s evaluation and ``collect`` under a start spread and disturbances."""
 
 import json
 
@@ -41,3 +41,26 @@ def test_bad_conditions_are_one_line_errors_naming_the_key(user_error, tmp_path,
 def test_train_checks_its_evaluation_conditions_before_training(user_error):
     assert "eval.start_spread: unknown start_spread 'medium'" in user_error(
         "train", "task=stack", "policy=diffusion_state", "eval.start_spread=medium")
+
+
+def test_collect_records_its_demos_under_the_narrow_spread(run_cli, tmp_path):
+    import numpy as np
+
+    from robot_learn.data import EpisodeStore
+    from robot_learn.envs import make_env
+
+    out = run_cli("collect", "task=bin_place", "episodes=2", "cameras=[]", "start_spread=narrow", "out=narrow.zarr",
+                  timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    store = EpisodeStore.open(tmp_path / "narrow.zarr")
+    assert store.num_episodes == 2  # the expert succeeds from narrow starts
+    firsts = store.read("env_state")[store.episode_starts]
+    env = make_env("bin_place", cameras=())
+    for seed, first in enumerate(firsts):
+        np.testing.assert_array_equal(first, env.reset(seed=seed, options={"start_spread": "narrow"})[0]["env_state"])
+        assert not np.array_equal(first, env.reset(seed=seed)[0]["env_state"])
+
+
+def test_collect_refuses_an_unknown_spread_naming_the_valid_ones(user_error):
+    assert "start_spread: unknown start_spread 'medium'; valid: wide, narrow" in user_error(
+        "collect", "task=bin_place", "episodes=1", "start_spread=medium")
