@@ -231,15 +231,6 @@ def check_resume_steps(out_dir: str | os.PathLike, steps: int, key: str = "steps
     return step
 
 
-# Policy config fields that only change how actions are sampled, not what is trained:
-# a run may resume with them changed.
-INFERENCE_ONLY_FIELDS = frozenset({
-    "execute_horizon", "inference_scheduler", "num_inference_steps", "fast_inference", "compile_inference",
-    "decoding", "decoding_rounds", "confidence", "token_temperature", "choice_temperature",
-    "remask_threshold", "remask_margin",
-})
-
-
 def config_differences(saved: Any, current: Any, ignore: frozenset[str] = frozenset()) -> list[str]:
     """``"name: saved X, now Y"`` for each field where two config dataclasses differ,
     leaving out the fields in ``ignore``."""

@@ -30,7 +30,6 @@ from robot_learn.training.checkpoint import (
     EMA_DIRNAME,
     POLICY_DIRNAME,
     STATE_FILENAME,
-    INFERENCE_ONLY_FIELDS,
     CheckpointError,
     check_resume_steps,
     config_differences,
@@ -404,7 +403,8 @@ class Trainer:
                                   f"({type(exc).__name__}: {exc})") from exc
         # Settings that change what is trained but not the weights' shapes (policy.head,
         # prediction_type, the frame encoder...) would load silently: compare them first.
-        changed = config_differences(loaded.config, module.config, ignore=INFERENCE_ONLY_FIELDS)
+        changed = config_differences(loaded.config, module.config,
+                                     ignore=getattr(type(module.config), "inference_fields", frozenset()))
         if changed:
             raise CheckpointError(
                 f"the checkpoint in {policy_dir} was saved with other policy settings ({'; '.join(changed)}); "

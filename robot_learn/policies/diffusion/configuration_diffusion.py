@@ -8,7 +8,7 @@ Two presets match the CLI's policy configs: :func:`diffusion_state_config` and
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from robot_learn.policies.frame_encoder import apply_frame_encoder_settings
 from robot_learn.policies.config_checks import (
@@ -32,6 +32,11 @@ class DiffusionConfig:
     Horizons: ``obs_horizon`` (To) observations in, ``action_horizon`` (Ta) actions
     out, of which ``execute_horizon`` run before replanning.
     """
+
+    # Settings that change only how actions are sampled, not what is trained: a training
+    # run may resume with them changed (Trainer's resume check).
+    inference_fields: ClassVar[frozenset[str]] = frozenset({
+        "execute_horizon", "inference_scheduler", "num_inference_steps", "fast_inference", "compile_inference"})
 
     # shapes
     action_dim: int = 5

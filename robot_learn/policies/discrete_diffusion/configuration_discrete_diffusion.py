@@ -7,7 +7,7 @@ Hydra builds it through the presets at the bottom
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from robot_learn.policies.frame_encoder import apply_frame_encoder_settings
 from robot_learn.policies.config_checks import (
@@ -29,6 +29,12 @@ class DiscreteDiffusionConfig:
     The transformer sees, in order: image patch tokens per camera, instruction
     tokens, proprioception tokens (one per obs step and low-dim key), action tokens.
     """
+
+    # Settings that change only how actions are decoded, not what is trained: a training
+    # run may resume with them changed (Trainer's resume check).
+    inference_fields: ClassVar[frozenset[str]] = frozenset({
+        "execute_horizon", "decoding", "decoding_rounds", "confidence", "token_temperature", "choice_temperature",
+        "remask_threshold", "remask_margin"})
 
     # shapes
     action_dim: int = 5
