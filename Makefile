@@ -42,11 +42,20 @@ test: venvs
 venvs:
 	$(MAKE) --no-print-directory -j3 $(STAMP) $(LEROBOT_STAMP) $(BENCH_STAMP)
 
-test-main: $(STAMP)
+test-main: $(STAMP) chromium
 	$(BIN)/python -m pytest -q -ra --durations=30 -n 2 --dist loadfile
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -ra -m "not slow" -n 2 --dist loadfile
+
+# Debian's chromium for the console's browser tests (tests/console, driven by Playwright,
+# whose own browser download cannot work here); apt installs it only when it is missing.
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: chromium
+
+chromium:
+	test -x $(CHROMIUM) || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 # Side-by-side benchmarks (results are recorded in docs/benchmarks.md).
 bench: $(STAMP)
