@@ -38,9 +38,10 @@ demo: $(STAMP)
 test: venvs
 	$(MAKE) --no-print-directory test-main test-lerobot test-bench
 
-# The three venvs, built side by side (their pip downloads overlap).
+# The three venvs and the browser for the console tests, set up side by side (their
+# downloads overlap).
 venvs:
-	$(MAKE) --no-print-directory -j3 $(STAMP) $(LEROBOT_STAMP) $(BENCH_STAMP)
+	$(MAKE) --no-print-directory -j4 $(STAMP) $(LEROBOT_STAMP) $(BENCH_STAMP) chromium
 
 test-main: $(STAMP) chromium
 	$(BIN)/python -m pytest -q -ra --durations=30 -n 2 --dist loadfile
