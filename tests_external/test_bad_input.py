@@ -10,17 +10,25 @@ from robot_learn.envs import make_env, make_expert
 from robot_learn.envs.external import MissingExtraError
 
 
-def test_unknown_metaworld_task_lists_the_valid_ones():
+def test_unknown_metaworld_task_names_close_matches_then_the_valid_ones():
     with pytest.raises(ValueError) as err:
         make_env("metaworld/peg-unplug")
     msg = str(err.value)
-    assert "'metaworld/peg-unplug'" in msg
-    for name in ("metaworld/peg-unplug-side", "metaworld/peg-insert-side", "metaworld/door-open"):
+    assert msg.startswith("unknown Meta-World task 'metaworld/peg-unplug'; close matches: metaworld/peg-unplug-side; "
+                          "valid (50): ")
+    for name in ("metaworld/peg-insert-side", "metaworld/door-open", "metaworld/window-close"):
         assert name in msg
+    assert "\n" not in msg
+
+
+def test_a_name_far_from_every_task_lists_only_the_valid_ones():
+    with pytest.raises(ValueError, match="^unknown Meta-World task 'metaworld/xyz'; valid \\(50\\): "):
+        make_env("metaworld/xyz")
 
 
 def test_unknown_aloha_and_suite_names_list_the_valid_ones():
-    with pytest.raises(ValueError, match="valid: aloha/insertion, aloha/transfer-cube"):
+    with pytest.raises(ValueError, match="close matches: aloha/insertion; valid \\(2\\): aloha/insertion, "
+                                         "aloha/transfer-cube$"):
         make_env("aloha/insert")
     with pytest.raises(ValueError, match="external \\(extra 'bench'\\): pusht, metaworld/<task>, aloha/insertion"):
         make_env("push-t")

@@ -7,10 +7,12 @@ Names: ``pusht``, ``metaworld/<task>`` (Meta-World v3, e.g. ``metaworld/peg-unpl
 """
 
 from .registry import (
+    DEFAULT_MAX_STEPS,
     EXTERNAL_NAMES,
     INSTALL_HINT,
     MissingExtraError,
     check_external_task,
+    external_env_class,
     is_external_task,
     make_external_env,
     make_external_expert,
@@ -18,10 +20,12 @@ from .registry import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_STEPS",
     "EXTERNAL_NAMES",
     "INSTALL_HINT",
     "MissingExtraError",
     "check_external_task",
+    "external_env_class",
     "is_external_task",
     "make_external_env",
     "make_external_expert",

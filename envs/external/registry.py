@@ -8,13 +8,15 @@ a task of theirs is made, so a missing one gives an install hint, not a tracebac
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import sys
 from types import ModuleType
-from typing import Any
+from typing import Any, Sequence
 
-INSTALL_HINT = ("install the 'bench' extra: make .venv-bench/.installed (then use .venv-bench/bin/python "
-                "or .venv-bench/bin/robot-learn), or pip install -e '.[bench]' in a venv whose mujoco may "
-                "be downgraded to 3.3 (metaworld pins it)")
+INSTALL_HINT = ("run it in .venv-bench (.venv-bench/bin/robot-learn or .venv-bench/bin/python), which "
+                "make .venv-bench/.installed builds with the 'bench' extra; or pip install -e '.[bench]' "
+                "in a venv whose mujoco may be downgraded to 3.3 (metaworld pins it)")
 ALOHA_TASKS = {"insertion": "insertion", "transfer-cube": "transfer_cube"}
 # How each name is written in error messages.
 EXTERNAL_NAMES = ("pusht", "metaworld/<task>", *(f"aloha/{t}" for t in ALOHA_TASKS))
@@ -30,7 +32,8 @@ def require(module: str, package: str, task: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        raise MissingExtraError(f"task {task!r} needs the {package} package ({err}); {INSTALL_HINT}") from None
+        raise MissingExtraError(f"task {task!r} needs the {package} package, which the Python at {sys.prefix} "
+                                f"lacks ({err}); {INSTALL_HINT}") from None
 
 
 def is_external_task(name: str) -> bool:
@@ -44,27 +47,50 @@ def metaworld_task_names() -> tuple[str, ...]:
     return tuple(k.removesuffix("-v3") for k in env_dict.ALL_V3_ENVIRONMENTS)
 
 
+def unknown_name_error(what: str, name: str, valid: Sequence[str], prefix: str = "") -> ValueError:
+    """``unknown <what> 'name'; close matches: ...; valid (N): ...`` on one line. ``valid``
+    are bare names, written with ``prefix``; the close matches (difflib's ratio over the
+    bare names) come first, so a typo's fix is read before the list."""
+    close = difflib.get_close_matches(name.removeprefix(prefix), valid, n=4, cutoff=0.6)
+    hint = f"close matches: {', '.join(prefix + c for c in close)}; " if close else ""
+    return ValueError(f"unknown {what} {name!r}; {hint}valid ({len(valid)}): "
+                      f"{', '.join(prefix + v for v in valid)}")
+
+
 def check_external_task(name: str) -> str:
     """Return ``name`` if it is a known external task.
 
-    ValueError lists the valid names; MissingExtraError if its package is missing.
+    ValueError names the close matches and lists the valid names; MissingExtraError
+    if its package is missing.
     """
     suite, _, task = name.partition("/")
     if name == "pusht":
         require("gym_pusht", "gym-pusht", name)
     elif suite == "aloha":
         if task not in ALOHA_TASKS:
-            raise ValueError(f"unknown ALOHA task {name!r}; valid: {', '.join(f'aloha/{t}' for t in ALOHA_TASKS)}")
+            raise unknown_name_error("ALOHA task", name, list(ALOHA_TASKS), prefix="aloha/")
         require("gym_aloha", "gym-aloha", name)
     elif suite == "metaworld":
         require("metaworld", "metaworld", name)
         valid = metaworld_task_names()
         if task not in valid:
-            raise ValueError(f"unknown Meta-World task {name!r}; valid: "
-                             f"{', '.join(f'metaworld/{t}' for t in valid)}")
+            raise unknown_name_error("Meta-World task", name, valid, prefix="metaworld/")
     else:
         raise ValueError(f"unknown external task {name!r}; valid: {', '.join(EXTERNAL_NAMES)}")
     return name
+
+
+def external_env_class(name: str) -> type:
+    """The adapter class of external task ``name`` (importing no benchmark package)."""
+    suite = name.partition("/")[0]
+    if name == "pusht":
+        from .pusht import PushTEnv
+        return PushTEnv
+    if suite == "aloha":
+        from .aloha import AlohaEnv
+        return AlohaEnv
+    from .metaworld_tasks import MetaWorldEnv
+    return MetaWorldEnv
 
 
 def make_external_env(name: str, cameras: tuple[str, ...] = (), image_size: int | tuple[int, int] = 96,
@@ -74,14 +100,12 @@ def make_external_env(name: str, cameras: tuple[str, ...] = (), image_size: int 
     kwargs = dict(cameras=tuple(cameras), image_size=image_size, render_mode=render_mode,
                   max_steps=DEFAULT_MAX_STEPS if max_steps is None else int(max_steps))
     suite, _, task = name.partition("/")
+    env_class = external_env_class(name)
     if name == "pusht":
-        from .pusht import PushTEnv
-        return PushTEnv(**kwargs)
+        return env_class(**kwargs)
     if suite == "aloha":
-        from .aloha import AlohaEnv
-        return AlohaEnv(ALOHA_TASKS[task], name=name, **kwargs)
-    from .metaworld_tasks import MetaWorldEnv
-    return MetaWorldEnv(task, **kwargs)
+        return env_class(ALOHA_TASKS[task], name=name, **kwargs)
+    return env_class(task, **kwargs)
 
 
 def make_external_expert(name: str, noise: float = 0.0, seed: int | None = None) -> Any:

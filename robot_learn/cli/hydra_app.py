@@ -11,6 +11,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from robot_learn.cli.errors import CLIError, run_command
+from robot_learn.cli.tasks import register_external_task_configs
 
 __all__ = ["CLIError", "CONFIG_PATH", "demo_store_path", "missing_settings", "observed_cameras", "run_hydra_app"]
 
@@ -95,6 +96,7 @@ def _run_hydra_app(argv: list[str], task_fn: Callable[[DictConfig], int | None],
         except Exception as err:
             status["error"] = err
 
+    register_external_task_configs(argv, CONFIG_PATH)  # task=metaworld/<any v3 task>, no YAML needed
     if any(a in ("-h", "--help") for a in argv):
         argv = [*argv, *_help_overrides(config_name, argv)]
     app = hydra.main(config_path=CONFIG_PATH, config_name=config_name,
