@@ -26,6 +26,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "improve": ("robot_learn.cli.improve", "improvement rounds: collect, curate, fine-tune, evaluate "
                 "(loop=hgdagger|help_curated|recap|autonomous)"),
     "hitl": ("robot_learn.cli.hitl", "run a HITL session: a policy drives, an operator takes over"),
+    "console": ("robot_learn.cli.console", "serve the browser console for operators supervising "
+                "simulated HITL sessions"),
     "hw": ("robot_learn.cli.hw", "real arms: find-port, scan, calibrate, teleop, record, "
            "replay, run-policy"),
     "import-lerobot": ("robot_learn.cli.import_lerobot",
