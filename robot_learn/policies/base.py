@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -152,21 +152,30 @@ class Policy(nn.Module, ABC):
         self._action_queue.clear()
 
     @torch.no_grad()
-    def select_action(self, obs: Obs, generator: torch.Generator | None = None) -> torch.Tensor:
+    def select_action(self, obs: Obs, generator: torch.Generator | None = None,
+                      predict: Callable[..., torch.Tensor] | None = None) -> torch.Tensor:
         """One action ``[B, A]`` for the current observation (no time dim).
 
         Keeps the last ``obs_horizon`` observations (padding with copies of the first
         after ``reset``) and, when the action queue is empty, refills it with
         ``execute_horizon`` actions of a freshly predicted chunk, starting at the
-        current step. Numpy inputs are converted with ``to_torch``.
+        current step. Numpy inputs are converted with ``to_torch``. ``predict``
+        (called as ``predict_action_chunk`` is, e.g. a steered sampler) replaces
+        ``predict_action_chunk`` for the chunk.
         """
         self._push_observation(to_torch(self._with_conditions(obs), self.device))
         if not self._action_queue:
-            chunk = self.predict_action_chunk(self._stacked_history(), generator=generator)
+            predict = predict or self.predict_action_chunk
+            chunk = predict(self._stacked_history(), generator=generator)
             start = self.obs_horizon - 1
             for k in range(start, start + self.execute_horizon):
                 self._action_queue.append(chunk[:, k])
         return self._action_queue.popleft()
+
+    def drop_queued_actions(self) -> None:
+        """Forget the queued actions but keep the observation history: the next
+        :meth:`select_action` plans a fresh chunk (e.g. when the operator steers anew)."""
+        self._action_queue.clear()
 
     def save(self, directory: str | Path) -> None:
         """Write ``config.yaml`` and ``model.safetensors`` to ``directory``."""

@@ -7,7 +7,9 @@ t ~ U{0..T-1} and eps ~ N(0, I), form a_t = sqrt(abar_t) a0 + sqrt(1 - abar_t) e
 observation window.
 
 Sampling: start from Gaussian noise and run a diffusers scheduler (DDPM, DDIM or
-DPM-Solver++) for ``num_inference_steps``, clip to [-1, 1], unnormalise.
+DPM-Solver++) for ``num_inference_steps``, clip to [-1, 1], unnormalise. An optional
+``Guidance`` (``guidance.py``) nudges each step's predicted clean chunk along an
+objective's gradient before the scheduler steps (ReGuide, ITPS; ``itps.py``).
 
 With ``head="mip"`` the same denoiser is trained on MIP's two-point loss instead and
 predicts in two noiseless passes (``mip_head.py``).
@@ -26,6 +28,7 @@ from robot_learn.policies.base import Obs, Policy
 from robot_learn.policies.config_checks import check_choice
 from robot_learn.policies.diffusion.compiled_denoiser import CompiledDenoiser
 from robot_learn.policies.diffusion.configuration_diffusion import INFERENCE_SCHEDULERS, DiffusionConfig
+from robot_learn.policies.diffusion.guidance import Guidance
 from robot_learn.policies.diffusion.matmul_conv import set_matmul_inference
 from robot_learn.policies.diffusion.mip_head import MIP_PASSES, check_sampler_fits_head, mip_loss, mip_sample
 from robot_learn.policies.diffusion.transformer_denoiser import TransformerDenoiser
@@ -161,7 +164,7 @@ class DiffusionPolicy(Policy):
         """DDPM denoising loss (MIP's two-point loss for ``head="mip"``) on a batch
         ``{"obs", "action" [B, Ta, A], "instruction"?}``."""
         actions = self._batch_actions(batch)
-        obs_features, text_features = self._encode(self._obs_from_batch(batch))
+        obs_features, text_features = self.encode(self._obs_from_batch(batch))
         clean = self.action_normalizer.normalize(actions)  # a0 in [-1, 1]
         if self.config.head == "mip":
             return mip_loss(self.denoiser, clean, obs_features, text_features, self.config.mip_t_star)
@@ -174,28 +177,52 @@ class DiffusionPolicy(Policy):
 
     # --- inference --------------------------------------------------------------
     @torch.no_grad()
-    def predict_action_chunk(self, obs: Obs, generator: torch.Generator | None = None) -> torch.Tensor:
+    def predict_action_chunk(self, obs: Obs, generator: torch.Generator | None = None,
+                             guidance: Guidance | None = None) -> torch.Tensor:
         """Sample an unnormalised chunk ``[B, action_horizon, A]``; a seeded ``generator`` makes it reproducible
-        (the MIP head draws no noise)."""
-        obs_features, text_features = self._encode(obs)
+        (the MIP head draws no noise). ``guidance`` steers every denoising step with an objective's gradient
+        on the predicted clean chunk (``guidance.py``); None samples exactly as without it."""
+        obs_features, text_features = self.encode(obs)
         batch, device = obs_features.shape[0], obs_features.device
         shape = (batch, self.action_horizon, self.action_dim)
-        denoiser = self.compiled_denoiser if self.config.compile_inference else self.denoiser
+        if guidance is not None:
+            guidance.check_fits(self)
         if self.config.head == "mip":
+            denoiser = self.compiled_denoiser if self.config.compile_inference else self.denoiser
             sample = mip_sample(denoiser, obs_features, text_features, shape, self.config.mip_t_star)
             return self.action_normalizer.unnormalize(sample.clamp(-1.0, 1.0))
         noise_device = generator.device if generator is not None else device
         sample = torch.randn(shape, generator=generator, device=noise_device, dtype=torch.float32).to(device)
-
-        self.sampler.set_timesteps(self.num_inference_steps, device=device)
-        for t in self.sampler.timesteps:
-            timesteps = torch.full((batch,), int(t), device=device, dtype=torch.long)
-            model_output = denoiser(sample, timesteps, obs_features, text_features).float()
-            sample = self.sampler.step(model_output, t, sample, generator=generator).prev_sample.float()
+        sample = self.denoise(sample, obs_features, text_features, generator=generator, guidance=guidance)
         return self.action_normalizer.unnormalize(sample.clamp(-1.0, 1.0))
 
+    def denoise(self, sample: torch.Tensor, obs_features: torch.Tensor, text_features: torch.Tensor | None,
+                generator: torch.Generator | None = None, guidance: Guidance | None = None,
+                start_timestep: int | None = None) -> torch.Tensor:
+        """Run the sampler from the normalised ``sample`` to a clean chunk (normalised, unclipped).
+
+        ``start_timestep`` skips the scheduler's noisier steps (``sample`` is then noised to that
+        level, as in ITPS's biased initialisation); ``guidance`` replaces each step's model output
+        with the guided one before the scheduler steps."""
+        batch, device = sample.shape[0], sample.device
+        denoiser = self.compiled_denoiser if self.config.compile_inference else self.denoiser
+        self.sampler.set_timesteps(self.num_inference_steps, device=device)
+        for t in self.sampler.timesteps:
+            if start_timestep is not None and int(t) > start_timestep:
+                continue
+            timesteps = torch.full((batch,), int(t), device=device, dtype=torch.long)
+            model_output = denoiser(sample, timesteps, obs_features, text_features).float()
+            if guidance is not None:
+                sample, model_output = guidance.guide(
+                    self, lambda x: denoiser(x, timesteps, obs_features, text_features).float(),
+                    sample, model_output, int(t), generator)
+            sample = self.sampler.step(model_output, t, sample, generator=generator).prev_sample.float()
+        return sample
+
     # --- helpers ----------------------------------------------------------------
-    def _encode(self, obs: Obs) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def encode(self, obs: Obs) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Observation features ``[B, obs_horizon, D]`` and text features (or None) that condition
+        the denoiser; samplers built on :meth:`denoise` encode once and sample many times."""
         obs_features, text_features = self.obs_encoder(self.with_frame_features(obs))
         if obs_features.shape[1] != self.obs_horizon:
             raise ValueError(f"observations must have obs_horizon={self.obs_horizon} steps, got {obs_features.shape[1]}")
