@@ -116,6 +116,14 @@ class SimRobot:
             if env is not self.env:
                 env.close()
 
+    @property
+    def workspace(self) -> Any:
+        """Where pose actions can put the grasp centre (an ``envs.workspace.Workspace``);
+        None in joint mode, whose actions name no position."""
+        from .workspace import TABLETOP_WORKSPACE
+
+        return TABLETOP_WORKSPACE if self.action_names == POSE_ACTION_NAMES else None
+
     # ----- simulator extras --------------------------------------------------------
     def reset(self, seed: int | None = None) -> dict[str, Any]:
         """Start an episode from the seeded initial scene; returns ``get_observation()``."""

@@ -19,7 +19,9 @@ with the round number and operator id. A session killed halfway loses only the
 episode in flight; :meth:`HITLSession.run` resumes after the last committed one.
 A store begun before timestamps were recorded keeps its schema: episodes appended
 to it carry no ``timestamp`` (a warning says so). The optional JSON-lines log gets
-one :class:`EpisodeSummary` per episode (takeovers, faults, why it paused).
+one :class:`EpisodeSummary` per episode (takeovers, faults, why it paused, the steering
+request). :meth:`HITLSession.steer` points the policy at what the operator asks
+(ITPS: a point, a sketch or a correction; :mod:`robot_learn.loops.steering`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from robot_learn.data import EpisodeRecorder
 from robot_learn.loops.control import ControlArbiter, Mode, Request
 from robot_learn.loops.operators.base import Operator, OperatorDisconnected, pose_of
 from robot_learn.loops.policy_actor import PolicyActor
+from robot_learn.loops.steering import build_steering
 
 DISCONNECT_MARK = " [paused: device disconnected]"
 
@@ -57,6 +60,7 @@ class EpisodeSummary:
     paused: bool
     wall_s: float
     reason: str = ""
+    steering: str = ""         # the operator's steering request when the episode began ("" unsteered)
 
 
 class HITLSession:
@@ -91,6 +95,23 @@ class HITLSession:
             warnings.warn(f"store {getattr(store, 'path', store)} was begun without per-step timestamps; "
                           "episodes appended to it keep that schema and record none", stacklevel=2)
         self.record_keys = record_keys(robot, policy, store)
+
+    # ----- steering ------------------------------------------------------------------
+    def steer(self, request: str | None, sampler: str = "stochastic", **settings: Any) -> None:
+        """Steer the policy toward ``request`` (``point:x,y,z``, ``sketch:...``, ``correction:...``;
+        see :mod:`robot_learn.loops.steering`) with the ITPS ``sampler``, from its next chunk
+        on; None stops steering. ValueError (nothing changed) for a request the robot or the
+        policy cannot take."""
+        if not isinstance(self.policy, PolicyActor):
+            raise ValueError(f"steering needs the session's policy to be a PolicyActor, got {type(self.policy).__name__}")
+        steering = None if request is None else build_steering(request, self.robot, self.policy.policy, sampler,
+                                                              **settings)
+        self.policy.steer(steering)
+
+    @property
+    def steering(self) -> str:
+        """The steering request in force ("" when the policy samples unsteered)."""
+        return getattr(getattr(self.policy, "steering", None), "label", "")
 
     # ----- many episodes -----------------------------------------------------------
     def committed(self) -> int:
@@ -141,7 +162,7 @@ class HITLSession:
         if self.operator is not None:
             self.operator.start_episode(self.robot)
         recorder = EpisodeRecorder(self.record_keys)
-        ep = EpisodeSummary(-1, int(seed), 0, False, "rollout", 0, 0.0, 0, 0, False, 0.0)
+        ep = EpisodeSummary(-1, int(seed), 0, False, "rollout", 0, 0.0, 0, 0, False, 0.0, steering=self.steering)
         last_action: np.ndarray | None = None
         faults_in_row = 0
         previous_mode = Mode.AUTONOMOUS
