@@ -127,8 +127,6 @@ class ConsoleOperator:
             view.flags += [r for r in reasons[self._reasons_seen:] if r not in view.flags]
             self._reasons_seen = len(reasons)
             step, episode = view.step, view.episode
-        if Request.TAKEOVER in flags and self.on_help is not None:
-            self.on_help(reasons[-1] if reasons else "help", step)
         requests = []
         while True:
             try:
@@ -141,6 +139,10 @@ class ConsoleOperator:
             with self.lock:
                 self.log.append(record)
             requests.append(REQUESTS[record.command])
+        # No help is asked for while a human is in control or about to be (this step's takeover).
+        if Request.TAKEOVER in flags and Request.TAKEOVER not in requests and mode is not Mode.HUMAN \
+                and self.on_help is not None:
+            self.on_help(reasons[-1] if reasons else "help", step)
         return requests
 
     def act(self, obs: dict[str, Any]) -> np.ndarray:

@@ -64,6 +64,7 @@ def test_takeover_by_click_and_hand_back_by_hotkey_record_intervention_on_exactl
     expect(tile(page, ".mode")).to_have_attribute("data-mode", "human")
     expect(page.locator("#help li.closed", has_text="taken over")).to_be_visible()
     wait_until(lambda: session.operator.human_steps >= 6, what="6 human steps")
+    assert all(r["closed_at"] for r in console.help.snapshot())  # nobody is asked to help a robot in human hands
     tile(page, ".label-choice").select_option("good")
     tile(page, ".label-btn").click()
     page.keyboard.press("h")  # hand back
