@@ -1,5 +1,6 @@
 """``robot-learn collect`` / ``train`` take external tasks like our own (in .venv-bench)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -44,5 +45,40 @@ def test_train_pusht_state_policy_end_to_end(tmp_path):
 def test_unknown_external_task_name_is_a_one_line_error(tmp_path):
     out = run("collect", "task=pusht", "task.name=metaworld/peg-unplug", "episodes=1", cwd=tmp_path)
     assert out.returncode == 2
-    assert "robot-learn collect: error: unknown Meta-World task 'metaworld/peg-unplug'; valid:" in out.stderr
-    assert "metaworld/peg-unplug-side" in out.stderr and "Traceback" not in out.stderr
+    assert ("robot-learn collect: error: unknown Meta-World task 'metaworld/peg-unplug'; "
+            "close matches: metaworld/peg-unplug-side; valid (50): metaworld/assembly,") in out.stderr
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+def test_unknown_metaworld_task_chosen_by_name_lists_close_matches_and_writes_nothing(tmp_path):
+    out = run("train", "task=metaworld/drawer-clse", cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.startswith("robot-learn train: error: unknown Meta-World task 'metaworld/drawer-clse'; "
+                                 "close matches: metaworld/drawer-close, ")
+    assert "metaworld/window-close" in out.stderr  # the full list follows
+    assert out.stderr.count("\n") == 1 and list(tmp_path.iterdir()) == []
+
+
+NO_YAML_TASK = "metaworld/drawer-close"
+TINY_POLICY = ["policy.down_dims=[16,32]", "policy.action_horizon=8", "policy.execute_horizon=4",
+               "policy.num_inference_steps=2"]
+
+
+def test_a_metaworld_task_without_a_yaml_trains_and_evaluates_by_name(tmp_path):
+    # `collect` by name is covered above (peg-unplug-side has no YAML either); here train
+    # collects its own demos, as it does when the store is missing.
+    configs = Path(__file__).resolve().parents[1] / "configs" / "task"
+    assert not (configs / f"{NO_YAML_TASK}.yaml").exists()  # the generic path is what runs
+    out = run("train", f"task={NO_YAML_TASK}", "train=fast", "data.episodes=2", "eval.episodes=1", "eval.workers=1",
+              "eval.max_steps=5", "eval.videos=0", "run_dir=run", *TINY_POLICY, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "2/2 succeeded" in out.stdout  # Meta-World's own scripted policy is the expert
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["config"]["task"] == {"name": NO_YAML_TASK, "max_steps": 300, "cameras": ["front", "wrist"],
+                                        "image_size": 96, "demos": 100, "demo_noise": 0.0}
+    assert report["data"]["episodes"] == 2 and report["train"]["step"] == 4
+    out = run("eval", f"task={NO_YAML_TASK}", "checkpoint=run", "episodes=1", "workers=1", "max_steps=5",
+              "videos=0", "out_dir=eval", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    episodes = json.loads((tmp_path / "eval" / "report.json").read_text())["tasks"][NO_YAML_TASK]["per_episode"]
+    assert [(e["seed"], e["length"]) for e in episodes] == [(1_000_000, 5)]
