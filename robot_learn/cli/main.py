@@ -21,6 +21,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("robot_learn.cli.evaluate",
              "evaluate a saved policy on held-out seeds and write a report"),
     "collect": ("robot_learn.cli.collect", "record scripted expert demos into an episode store"),
+    "suite": ("robot_learn.cli.suite", "train and evaluate on a list of tasks (tasks=[A,B,...]); one table "
+              "of success, Wilson intervals and times"),
     "inspect": ("robot_learn.cli.inspect_store", "print a summary of an episode store"),
     "render-episode": ("robot_learn.cli.render_episode", "write one stored episode to mp4"),
     "improve": ("robot_learn.cli.improve", "improvement rounds: collect, curate, fine-tune, evaluate "
