@@ -7,6 +7,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 export MUJOCO_GL ?= egl
+# Let Python write its bytecode caches. pip installs with --no-compile (below), so where
+# PYTHONDONTWRITEBYTECODE is set (it is on this project's CI machines) every process would
+# compile torch and the rest from source again: 12 s more per CLI subprocess here.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install demo test venvs test-main test-fast bench clean
 
