@@ -27,6 +27,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "render-episode": ("robot_learn.cli.render_episode", "write one stored episode to mp4"),
     "improve": ("robot_learn.cli.improve", "improvement rounds: collect, curate, fine-tune, evaluate "
                 "(loop=hgdagger|help_curated|recap|autonomous)"),
+    "wm": ("robot_learn.cli.wm", "video world models: wm train | wm eval (fidelity vs copy-last) | "
+           "wm rollout (a policy in the model)"),
     "hitl": ("robot_learn.cli.hitl", "run a HITL session: a policy drives, an operator takes over"),
     "console": ("robot_learn.cli.console", "serve the browser console for operators supervising "
                 "simulated HITL sessions"),

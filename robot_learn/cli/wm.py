@@ -1,0 +1,126 @@
+"""``robot-learn wm train|eval|rollout``: video world models (Hydra apps, configs wm_*.yaml)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from robot_learn.cli.errors import CLIError
+from robot_learn.cli.hydra_app import run_hydra_app
+from robot_learn.cli.settings import setting
+
+RUN_CONFIG = "wm_train.yaml"  # written into a training run dir; eval and rollout read the store from it
+
+
+def world_model_config(cfg: DictConfig, task: str):
+    """The ``world_model`` group as a checked WorldModelConfig for ``task``."""
+    from robot_learn.world_models import WorldModelConfig, task_suite
+
+    values = OmegaConf.to_container(cfg.world_model, resolve=True)
+    values.update(task=task, suite=task_suite(task))
+    try:
+        return WorldModelConfig(**values)
+    except TypeError as err:
+        raise CLIError(f"world_model: {err}") from None
+    except ValueError as err:
+        raise CLIError(f"world_model.{err}" if " must " in str(err).split(";")[0] else f"world_model: {err}") from None
+
+
+def train_app(cfg: DictConfig) -> int:
+    """Collect the store if missing, train, save the EMA model and score it on held-out episodes."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from robot_learn.cli.tasks import check_task
+    from robot_learn.training import TrainConfig
+
+    task = check_task(cfg.task.name)
+    config = world_model_config(cfg, task)
+    held_out = setting(cfg, "data.held_out", int, minimum=1)
+    episodes = setting(cfg, "data.episodes", int, minimum=held_out + 1)
+    try:
+        train = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
+    except (TypeError, ValueError) as err:
+        raise CLIError(f"train: {err}") from None
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    train.out_dir = str(run_dir)
+    store = Path(cfg.data.path)
+    if not store.exists():
+        from robot_learn.envs.demos import collect_demos
+
+        print(f"collecting {episodes} {task} episodes into {store}")
+        collect_demos(task, episodes, store, noise=float(cfg.data.noise), seed=int(cfg.data.seed),
+                      cameras=(config.camera,), image_size=config.image_size, keep_failures=True)
+    from robot_learn.world_models.training import train_world_model
+
+    (run_dir / RUN_CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    model, metrics = train_world_model(store, config, train, held_out=held_out)
+    print(f"world model: {metrics['step']} steps in {metrics['time']:.0f} s, final loss {metrics['loss']:.5f}; "
+          f"saved to {metrics['final_policy_dir']}")
+    return _fidelity(model, store, held_out, run_dir / "fidelity", horizon=20, stride=10, seed=0,
+                     title=f"{task} world model ({run_dir.name})")
+
+
+def _fidelity(model, store_path: Path, held_out: int, out_dir: Path, *, horizon: int, stride: int,
+              seed: int, title: str) -> int:
+    from robot_learn.data import EpisodeStore
+    from robot_learn.world_models.fidelity import measure_fidelity, write_fidelity_report
+    from robot_learn.world_models.training import check_store_fits, split_store
+
+    with EpisodeStore.open(store_path, mode="r") as store:
+        check_store_fits(store, model.config)
+        report = measure_fidelity(model, split_store(store, held_out).held_out, horizon=horizon,
+                                  stride=stride, seed=seed)
+    paths = write_fidelity_report(report, out_dir, title, extra={"store": str(store_path), "held_out": held_out})
+    for h in sorted({0, 4, 9, horizon - 1} & set(range(horizon))):
+        print(f"step {h + 1:>2}: PSNR {report.model_psnr[h]:.2f} dB (copy-last {report.copy_last_psnr[h]:.2f}), "
+              f"SSIM {report.model_ssim[h]:.3f} (copy-last {report.copy_last_ssim[h]:.3f})")
+    print(f"beats copy-last PSNR at {sum(report.beats_copy_last())}/{horizon} steps; report: {paths['markdown']}")
+    return 0
+
+
+def run_settings(checkpoint: str) -> dict:
+    """The ``wm_train.yaml`` of the run a checkpoint came from ({} when there is none)."""
+    import yaml
+
+    for parent in (Path(checkpoint), *Path(checkpoint).parents[:2]):
+        if (parent / RUN_CONFIG).is_file():
+            return yaml.safe_load((parent / RUN_CONFIG).read_text()) or {}
+    return {}
+
+
+def eval_app(cfg: DictConfig) -> int:
+    """Fidelity report of a saved world model: PSNR/SSIM per step against copy-last-frame."""
+    from robot_learn.world_models import load_world_model
+
+    checkpoint = setting(cfg, "checkpoint", str)
+    horizon = setting(cfg, "horizon", int, minimum=1)
+    stride = setting(cfg, "stride", int, minimum=1)
+    run = run_settings(checkpoint)
+    store = setting(cfg, "store", str, optional=True) or (run.get("data") or {}).get("path")
+    held_out = setting(cfg, "held_out", int, minimum=1, optional=True) or (run.get("data") or {}).get("held_out")
+    if not store or not held_out:
+        raise CLIError(f"checkpoint {checkpoint} is not in a wm train run dir; give store=... and held_out=...")
+    if not Path(store).exists():
+        raise CLIError(f"store '{store}' does not exist")
+    model = load_world_model(checkpoint)
+    out_dir = Path(cfg.out_dir) if cfg.out_dir else Path(checkpoint) / "fidelity"
+    return _fidelity(model, Path(store), int(held_out), out_dir, horizon=horizon, stride=stride,
+                     seed=int(cfg.seed), title=f"{model.config.task} world model {checkpoint}")
+
+
+APPS = {"train": (train_app, "wm_train"), "eval": (eval_app, "wm_eval")}
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point for ``robot-learn wm <train|eval|rollout> key=value ...``."""
+    from robot_learn.cli.errors import run_command
+
+    if not argv or argv[0] not in APPS:
+        def refuse(_: Sequence[str]) -> int:
+            got = f"'{argv[0]}'" if argv else "nothing"
+            raise CLIError(f"unknown wm command {got}; valid: {', '.join(APPS)}")
+        return run_command("robot-learn wm", refuse, argv)
+    fn, config_name = APPS[argv[0]]
+    return run_hydra_app(fn, config_name, argv[1:], f"robot-learn wm {argv[0]}")
