@@ -29,7 +29,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
 
+from robot_learn.cli.frame_features import prepare_frame_features
+from robot_learn.envs import TASK_NAMES
 from robot_learn.envs.base_env import OBJECT_SLOTS, OBJECTS_DIM
 from robot_learn.policies import make_policy
 from robot_learn.policies.diffusion import diffusion_image_config, diffusion_state_config
@@ -41,6 +45,7 @@ from robot_learn.policies.discrete_diffusion import (
 
 INSTRUCTION = "put the red cube on the blue cube"
 FORWARD_TASKS = ("stack", "peg_insert", "bin_place")
+CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "policy"
 
 
 def _fake_stats() -> dict:
@@ -120,11 +125,11 @@ def bench_decode(args: argparse.Namespace) -> None:
 
 def train_multitask(args: argparse.Namespace) -> None:
     from robot_learn.data import EpisodeStore, WindowSampler
-    from robot_learn.envs import TASK_NAMES
     from robot_learn.envs.demos import collect_multitask_demos
     from robot_learn.training import TrainConfig, Trainer, build_policy_for_view
 
     torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
     if args.obs in ("state", "objects"):  # proprioception + privileged object state + instruction, no cameras
         # "state": env_state lists objects by role; "objects": by colour, so only the words name the roles.
         key, size = ("env_state", 14) if args.obs == "state" else ("objects", OBJECTS_DIM)
@@ -136,6 +141,12 @@ def train_multitask(args: argparse.Namespace) -> None:
                 state_dims=state_dims, hidden_dim=args.hidden_dim, num_layers=args.layers,
                 label_sigma_bins=args.label_sigma, dropout=args.dropout, grounding_weight=args.grounding,
                 state_tokens={"objects": OBJECT_SLOTS} if args.obs == "objects" else {})
+    elif args.obs == "pixels":  # the preset discrete_diffusion_pixels, its encoder pretrained on every task
+        preset = OmegaConf.load(CONFIGS / "discrete_diffusion_pixels.yaml")
+        config = instantiate(preset).with_changes(
+            hidden_dim=args.hidden_dim, num_layers=args.layers, label_sigma_bins=args.label_sigma,
+            frame_pretraining={**OmegaConf.to_container(preset.frame_pretraining), "tasks": list(TASK_NAMES),
+                               "resets": args.resets, "steps": args.pretrain_steps})
     elif args.policy == "diffusion":  # the continuous baseline at a matched parameter count (~0.9 M)
         config = diffusion_image_config(obs_horizon=1, vision_channels=[16, 32, 64], vision_blocks_per_stage=1,
                                         down_dims=[32, 64])
@@ -144,16 +155,26 @@ def train_multitask(args: argparse.Namespace) -> None:
     store_path = Path(args.store)
     if not store_path.exists():
         print(f"collecting {args.episodes} expert episodes of each of {', '.join(TASK_NAMES)} into {store_path}")
-        collect_multitask_demos(TASK_NAMES, args.episodes, store_path, cameras=config.camera_names,
+        cameras = (config.frame_encoder or {}).get("cameras", config.camera_names)
+        collect_multitask_demos(TASK_NAMES, args.episodes, store_path, cameras=cameras,
                                 image_size=config.image_size, noise=args.noise,
                                 obs_keys=("state", "env_state", *(["objects"] if args.obs == "objects" else [])))
     store = EpisodeStore.open(store_path, mode="r")
     demos = store.view(success=True)
     instructions = sorted({str(s) for s in demos.meta["instruction"]})
-    policy = build_policy_for_view(config, demos, name=args.policy)
+    print(f"data ready at {time.perf_counter() - t0:.0f} s")
+    # A frame encoder (pixels): pretrained on rendered scenes of every task (or reused), its
+    # features cached in the store; the policy trains on them at state-policy speed.
+    config, encoder, derived = prepare_frame_features(config, demos, TASK_NAMES[0], str(store_path))
+    if encoder is not None:
+        print(f"frame features ready at {time.perf_counter() - t0:.0f} s")
+    policy = build_policy_for_view(config, demos, derived, name=args.policy)
+    if encoder is not None:
+        policy.frame_encoder.load_state_dict(encoder.state_dict())
     # With the grounding loss the sampler also reads env_state (its role labels).
     sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
-                            action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=0)
+                            action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=0,
+                            derived=derived)
     tasks = sorted(set(str(t) for t in store.meta["task"]))
     print(f"config: {demos.num_episodes} demos of {tasks}, {len(instructions)} instructions, "
           f"{sum(p.numel() for p in policy.parameters()) / 1e6:.2f} M params, {args.steps} steps x batch {args.batch_size}, "
@@ -161,7 +182,7 @@ def train_multitask(args: argparse.Namespace) -> None:
     cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=200, ckpt_every=1000,
                       log_every=50, out_dir=args.out, num_threads=args.threads, weight_decay=1e-4)
     fit = Trainer(policy, sampler, cfg).fit()
-    print(f"trained: loss {fit['loss']:.4f}, {fit['time']:.0f} s; policy in {fit['final_policy_dir']} "
+    print(f"trained: loss {fit['loss']:.4f}, {fit['time']:.0f} s (total {time.perf_counter() - t0:.0f} s); policy in {fit['final_policy_dir']} "
           f"(metrics log has clipped_fraction and masked_accuracy per log interval)")
 
 
@@ -244,9 +265,13 @@ def main() -> None:
     train.add_argument("--dropout", type=float, default=0.0)
     train.add_argument("--grounding", type=float, default=0.0,
                        help="--obs objects: weight of the auxiliary slot-role loss (labels from env_state)")
-    train.add_argument("--obs", default="image", choices=("image", "state", "objects"),
+    train.add_argument("--obs", default="image", choices=("image", "state", "objects", "pixels"),
                        help="state: no cameras, state + env_state (objects by role) + instruction; "
-                            "objects: state + objects (slots by colour) + instruction")
+                            "objects: state + objects (slots by colour) + instruction; pixels: the preset "
+                            "discrete_diffusion_pixels (cameras, state, instruction) with its frame encoder "
+                            "pretrained on every task")
+    train.add_argument("--resets", type=int, default=4000, help="--obs pixels: rendered scenes for the encoder")
+    train.add_argument("--pretrain-steps", type=int, default=2000, help="--obs pixels: encoder pretraining steps")
     train.add_argument("--policy", default="discrete_diffusion", choices=("discrete_diffusion", "diffusion"),
                        help="diffusion: the continuous baseline with a matched parameter count")
     language = sub.add_parser("language")

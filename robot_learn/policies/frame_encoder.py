@@ -37,6 +37,7 @@ from robot_learn.policies.text_encoder import VocabTextEncoder
 from robot_learn.policies.vision_encoder import VisionEncoder
 
 FEATURES_KEY = "features"
+MIN_PRETRAIN_STEPS = 3
 SIGNALS = ("privileged", "autoencoder")
 OUTPUTS = ("labels", "latent", "poses")
 POSE_LABELS = ("move_x", "move_y", "move_z", "move_cos4yaw", "move_sin4yaw",
@@ -107,6 +108,10 @@ class FramePretrainConfig:
 
     def __post_init__(self) -> None:
         self.tasks = [str(t) for t in self.tasks]
+        if self.steps < MIN_PRETRAIN_STEPS or self.batch_size < 1:
+            raise ValueError(f"frame_pretraining.steps must be >= {MIN_PRETRAIN_STEPS} (the learning-rate warm-up "
+                             f"needs 2 steps) and batch_size >= 1, got steps={self.steps}, "
+                             f"batch_size={self.batch_size}")
 
 
 def apply_frame_encoder_settings(config: Any) -> None:

@@ -48,7 +48,7 @@ def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray 
     encoder.to(device)
     optimizer = torch.optim.AdamW(encoder.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=config.lr, total_steps=config.steps,
-                                                   pct_start=0.05)
+                                                   pct_start=max(0.05, 2 / config.steps))  # >= 2 warm-up steps
     t0 = time.perf_counter()
     encoder.train()
     bar = tqdm(range(config.steps), desc="pretrain frame encoder", unit="step", disable=not progress_bar)

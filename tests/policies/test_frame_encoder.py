@@ -64,6 +64,25 @@ def test_unknown_frame_encoder_setting_is_named():
         diffusion_pixels_config(frame_encoder={"camras": ["front"]})
 
 
+def test_too_few_pretraining_steps_are_refused_naming_the_setting():
+    with pytest.raises(ValueError, match=r"frame_pretraining.steps must be >= 3.*steps=2"):
+        diffusion_pixels_config(frame_pretraining={"steps": 2})
+
+
+@pytest.mark.parametrize("steps", [3, 20, 40])
+def test_pretraining_runs_at_any_allowed_step_count(steps):
+    """20 steps once crashed the learning-rate schedule (a warm-up of 0 steps)."""
+    from robot_learn.policies.frame_encoder import FramePretrainConfig
+    from robot_learn.training.frame_pretraining import pretrain_frame_encoder
+
+    rng = np.random.default_rng(0)
+    images = {"front": rng.integers(0, 255, (24, 32, 32, 3), dtype=np.uint8)}
+    labels = rng.normal(size=(24, 2)).astype(np.float32)
+    encoder, metrics = pretrain_frame_encoder(images, labels, ["put red cube"] * 24, FrameEncoderConfig(**LABELS),
+                                              FramePretrainConfig(steps=steps, batch_size=4))
+    assert metrics["steps"] == steps and np.isfinite(metrics["val_loss"])
+
+
 @pytest.mark.parametrize("preset", [diffusion_pixels_config, discrete_diffusion_pixels_config])
 def test_pixel_presets_deploy_from_cameras_state_and_words_only(preset):
     """Inference keys are cameras, state and instruction; training reads cached features."""
