@@ -110,7 +110,44 @@ def eval_app(cfg: DictConfig) -> int:
                      seed=int(cfg.seed), title=f"{model.config.task} world model {checkpoint}")
 
 
-APPS = {"train": (train_app, "wm_train"), "eval": (eval_app, "wm_eval")}
+def rollout_app(cfg: DictConfig) -> int:
+    """Roll a saved policy out in a world model; finished episodes go to ``out`` as synthetic data."""
+    from robot_learn.data import EpisodeStore
+    from robot_learn.data.views import EpisodeView
+    from robot_learn.envs import task_spec
+    from robot_learn.policies import load_policy
+    from robot_learn.world_models import load_world_model
+    from robot_learn.world_models.env import WorldModelEnv
+    from robot_learn.world_models.rollout import check_policy_fits, generate_rollouts, task_spaces
+
+    checkpoint = setting(cfg, "world_model", str)
+    policy_dir = setting(cfg, "policy_dir", str)
+    episodes = setting(cfg, "episodes", int, minimum=1)
+    out = setting(cfg, "out", str)
+    store_path = setting(cfg, "store", str, optional=True) or (run_settings(checkpoint).get("data") or {}).get("path")
+    if not store_path:
+        raise CLIError(f"world model {checkpoint} is not in a wm train run dir; give store=... (its start frames)")
+    if not Path(store_path).exists():
+        raise CLIError(f"store '{store_path}' does not exist")
+    model = load_world_model(checkpoint)
+    task = model.config.task
+    action_space, instruction_space = task_spaces(task)
+    policy = load_policy(policy_dir)
+    check_policy_fits(policy, model, int(action_space.shape[0]))  # before anything is written
+    max_steps = setting(cfg, "max_steps", int, minimum=1, optional=True) or task_spec(task).max_steps
+    with EpisodeStore.open(store_path, mode="r") as starts:
+        env = WorldModelEnv(model, EpisodeView(starts, range(starts.num_episodes)), action_space,
+                             instruction_space, max_steps=max_steps)
+        summary = generate_rollouts(policy, env, episodes, out, seed=int(cfg.seed), policy_id=str(policy_dir),
+                                    round_index=int(cfg.round))
+    for line in summary.stopped:
+        print(f"stopped, not written: {line}")
+    print(f"{summary.written} synthetic episodes written to {out} ({summary.successes} judged successful); "
+          f"{len(summary.stopped)} stopped")
+    return 0
+
+
+APPS = {"train": (train_app, "wm_train"), "eval": (eval_app, "wm_eval"), "rollout": (rollout_app, "wm_rollout")}
 
 
 def main(argv: Sequence[str]) -> int:

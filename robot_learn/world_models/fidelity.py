@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torchmetrics.functional import peak_signal_noise_ratio, structural_similarity_index_measure
+from torchmetrics.functional.image import peak_signal_noise_ratio, structural_similarity_index_measure
 
 from robot_learn.data.views import EpisodeView
 from robot_learn.world_models.imagination import Imagination

@@ -1,0 +1,107 @@
+"""``WorldModelEnv``: a gymnasium env whose frames and states are imagined by a world model.
+
+It keeps the MuJoCo tasks' contract for what a deployable policy reads: observations
+``state``, ``images`` (the model's camera) and ``instruction``; the task's action
+space; ``success``, ``progress`` and ``phase`` in ``info``. Privileged keys
+(``env_state``, ``objects``) do not exist here, so a policy reading them is refused
+by the usual compatibility check, naming both sides.
+
+A reset starts from the first ``history`` frames and states of a stored episode
+(and takes its instruction). A step imagines the next frame and state; a NaN or
+far out-of-range frame ends the episode (``truncated``) with the reason in
+``info["imagination_error"]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from robot_learn.data.views import EpisodeView
+from robot_learn.world_models.imagination import Imagination
+from robot_learn.world_models.modeling_world_model import VideoWorldModel
+from robot_learn.world_models.scorer import NearestFrameScorer, RolloutScorer
+
+
+class WorldModelEnv(gym.Env):
+    """Imagined rollouts of ``model`` started from episodes of ``starts``.
+
+    ``action_space`` and ``instruction_space`` are the task's (the MuJoCo env's); ``scorer`` labels each step
+    (default: :class:`NearestFrameScorer` over ``starts``).
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(self, model: VideoWorldModel, starts: EpisodeView, action_space: gym.spaces.Box,
+                 instruction_space: gym.spaces.Text, max_steps: int = 100,
+                 scorer: RolloutScorer | None = None) -> None:
+        super().__init__()
+        if starts.num_episodes < 1:
+            raise ValueError("WorldModelEnv needs at least one stored episode to start from")
+        self.model = model.eval()
+        self.starts = starts
+        self.camera = model.config.camera
+        self.max_steps = int(max_steps)
+        size, dim = model.config.image_size, model.config.state_dim
+        if tuple(action_space.shape) != (model.config.action_dim,):
+            raise ValueError(f"the task's actions have shape {tuple(action_space.shape)}; the world model "
+                             f"takes ({model.config.action_dim},)")
+        self.action_space = action_space
+        self.observation_space = gym.spaces.Dict({
+            "state": gym.spaces.Box(-np.inf, np.inf, (dim,), np.float32),
+            "images": gym.spaces.Dict({self.camera: gym.spaces.Box(0, 255, (size, size, 3), np.uint8)}),
+            "instruction": instruction_space,
+        })
+        self.scorer = scorer if scorer is not None else NearestFrameScorer(starts, self.camera)
+        self._imagination: Imagination | None = None
+        self._instruction = ""
+        self._steps = 0
+        self.start_episode = -1  # the stored episode the current rollout started from
+
+    def _obs(self, frame: np.ndarray, state: np.ndarray) -> dict[str, Any]:
+        return {"state": np.asarray(state, np.float32), "images": {self.camera: np.asarray(frame, np.uint8)},
+                "instruction": self._instruction}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        super().reset(seed=seed)
+        store, k = self.starts.store, self.model.config.history
+        pick = (options or {}).get("episode")
+        episode = int(pick) if pick is not None else int(self.np_random.choice(self.starts.episodes))
+        a = int(store.episode_starts[episode])
+        b = min(a + k, int(store.episode_ends[episode]))
+        idx = np.clip(np.arange(a, a + k), a, b - 1)  # short episodes repeat their last frame
+        frames = np.asarray(store.array(f"images/{self.camera}")[a:b])[idx - a]
+        states = np.asarray(store.array("state")[a:b], np.float32)[idx - a]
+        self._instruction = str(store.meta["instruction"][episode])
+        self._imagination = Imagination(self.model, frames[None], states[None],
+                                        generator=None)
+        self._steps = 0
+        self.start_episode = episode
+        success, progress = self.scorer.score(frames[-1], states[-1], self._instruction)
+        return self._obs(frames[-1], states[-1]), {"success": False, "progress": progress, "phase": -1,
+                                                   "start_episode": episode}
+
+    def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
+        if self._imagination is None:
+            raise RuntimeError("call reset() before step()")
+        action = np.asarray(action, dtype=np.float32)
+        if action.shape != self.action_space.shape or not np.isfinite(action).all():
+            raise ValueError(f"action must be a finite array of shape {self.action_space.shape}, "
+                             f"got shape {action.shape}")
+        frame, state, problems = self._imagination.step(action[None])
+        frame_np, state_np = frame[0].cpu().numpy(), state[0].cpu().numpy()
+        self._steps += 1
+        info: dict[str, Any] = {"phase": -1, "start_episode": self.start_episode}
+        if problems[0] is not None:
+            info.update(success=False, progress=0.0, imagination_error=f"step {self._steps}: {problems[0]}")
+            return self._obs(frame_np, state_np), 0.0, False, True, info
+        success, progress = self.scorer.score(frame_np, state_np, self._instruction)
+        info.update(success=success, progress=progress)
+        return (self._obs(frame_np, state_np), float(success), success, self._steps >= self.max_steps, info)
+
+    def render(self) -> np.ndarray | None:
+        if self._imagination is None:
+            return None
+        return self._imagination.frames[0, -1].cpu().numpy()

@@ -1,0 +1,132 @@
+"""Policies rolled out inside a world model: evaluation and synthetic episodes.
+
+:class:`WorldModelEnvFactory` stands where the evaluation code takes env conditions
+(``evaluate(..., conditions=factory)``), so any policy is scored in imagination by
+the same code that scores it in MuJoCo. :func:`generate_rollouts` records imagined
+episodes into a store tagged ``source=synthetic``; a rollout stopped by a NaN or
+out-of-range frame is reported and not written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from robot_learn.data import EpisodeRecorder, EpisodeStore
+from robot_learn.data.views import EpisodeView
+from robot_learn.policies import check_compatible
+from robot_learn.world_models.checkpoint import load_world_model
+from robot_learn.world_models.env import WorldModelEnv
+from robot_learn.world_models.modeling_world_model import VideoWorldModel
+
+
+def task_spaces(task: str) -> tuple[gym.spaces.Box, gym.spaces.Text]:
+    """The MuJoCo task's action space and instruction space (a camera-less env is built to read them)."""
+    from robot_learn.envs import make_env
+
+    env = make_env(task, cameras=())
+    try:
+        return env.action_space, env.observation_space["instruction"]
+    finally:
+        env.close()
+
+
+def check_policy_fits(policy: Any, model: VideoWorldModel, action_dim: int) -> None:
+    """ValueError naming both sides unless the policy reads what the model imagines
+    (its camera at its image size, ``state``) and acts in the model's action space."""
+    from robot_learn.evaluation.rollout import policy_cameras
+
+    cams, size = policy_cameras(policy)
+    want = (model.config.camera,)
+    if cams and (tuple(cams) != want or size != model.config.image_size):
+        raise ValueError(f"policy reads cameras {list(cams)} at {size} px; the world model imagines "
+                         f"{list(want)} at {model.config.image_size} px")
+    check_compatible(policy, action_dim=action_dim, obs_shapes=model.obs_shapes)
+
+
+@dataclass
+class WorldModelEnvFactory:
+    """Builds :class:`WorldModelEnv` s for the evaluation code (it duck-types ``EnvConditions``)."""
+
+    checkpoint: str
+    store: str
+    episodes: Sequence[int] | None = None  # stored episodes to start from; None: all
+    is_default: bool = False
+
+    def describe(self) -> str:
+        return f"world model {self.checkpoint} (starts from {self.store})"
+
+    def make_env(self, task: str, cameras: Sequence[str] = (), image_size: int = 64,
+                 max_steps: int | None = None) -> WorldModelEnv:
+        model = load_world_model(self.checkpoint, task=task)
+        want = (model.config.camera,)
+        if tuple(cameras) and (tuple(cameras) != want or int(image_size) != model.config.image_size):
+            raise ValueError(f"policy reads cameras {list(cameras)} at {image_size} px; the world model imagines "
+                             f"{list(want)} at {model.config.image_size} px")
+        store = EpisodeStore.open(self.store, mode="r")
+        episodes = range(store.num_episodes) if self.episodes is None else self.episodes
+        return WorldModelEnv(model, EpisodeView(store, episodes), *task_spaces(task), max_steps=max_steps or 100)
+
+
+@dataclass
+class RolloutSummary:
+    """What :func:`generate_rollouts` wrote and what it stopped."""
+
+    written: int = 0
+    successes: int = 0
+    stopped: list[str] = field(default_factory=list)  # one line per rollout stopped by a bad frame
+
+
+def _policy_obs(obs: dict[str, Any]) -> dict[str, Any]:
+    """One env observation as a batch of 1 for ``select_action``."""
+    return {"state": obs["state"][None], "images": {c: f[None] for c, f in obs["images"].items()},
+            "instruction": [obs["instruction"]]}
+
+
+@torch.inference_mode()
+def generate_rollouts(policy: Any, env: WorldModelEnv, episodes: int, out: str | Path, *, seed: int = 0,
+                      policy_id: str = "", round_index: int = 0) -> RolloutSummary:
+    """Roll ``policy`` out ``episodes`` times in ``env``; append each finished episode to the
+    store at ``out`` (created if missing) with ``source=synthetic``. A rollout that
+    imagines a NaN or out-of-range frame is stopped, reported and not written; the
+    store is created only once an episode is to be written."""
+    check_policy_fits(policy, env.model, int(env.action_space.shape[0]))
+    summary = RolloutSummary()
+    store: EpisodeStore | None = None
+    generator = torch.Generator(device=policy.device).manual_seed(seed)
+    policy.eval()
+    try:
+        for i in range(episodes):
+            obs, info = env.reset(seed=seed + i)
+            policy.reset()
+            recorder = EpisodeRecorder(("state",))
+            error = None
+            while True:
+                action = policy.select_action(_policy_obs(obs), generator=generator)[0].cpu().numpy()
+                action = np.clip(action.astype(np.float32), env.action_space.low, env.action_space.high)
+                next_obs, reward, terminated, truncated, info = env.step(action)
+                recorder.record(obs, action, reward=reward, progress=info["progress"], phase=-1)
+                obs = next_obs
+                if "imagination_error" in info:
+                    error = info["imagination_error"]
+                if terminated or truncated:
+                    break
+            if error is not None:
+                summary.stopped.append(f"rollout {i} (start episode {env.start_episode}): {error}")
+                continue
+            if store is None:
+                store = EpisodeStore.open_or_create(out)
+            recorder.commit(store, {"task": env.model.config.task, "instruction": obs["instruction"],
+                                    "success": bool(info["success"]), "seed": seed + i, "source": "synthetic",
+                                    "round": round_index, "policy_id": policy_id})
+            summary.written += 1
+            summary.successes += bool(info["success"])
+    finally:
+        if store is not None:
+            store.close()
+    return summary

@@ -1,0 +1,179 @@
+"""The video world model on a real (tiny) zarr store of MuJoCo bin_place demos.
+
+One module-scoped store (3 expert episodes, front camera at 32 px) and one tiny
+model trained a few dozen steps with the policies' Trainer serve every test.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from robot_learn.data import EpisodeStore
+from robot_learn.envs.demos import collect_demos
+from robot_learn.evaluation import evaluate
+from robot_learn.policies import IncompatiblePolicyError, diffusion_image_config, make_policy
+from robot_learn.training import TrainConfig
+from robot_learn.world_models import WorldModelConfig, WorldModelLoadError, load_world_model
+from robot_learn.world_models.env import WorldModelEnv
+from robot_learn.world_models.fidelity import measure_fidelity, write_fidelity_report
+from robot_learn.world_models.rollout import (WorldModelEnvFactory, check_policy_fits, generate_rollouts,
+                                              task_spaces)
+from robot_learn.world_models.training import make_sampler, split_store, train_world_model
+
+SIZE = 32
+
+
+def tiny_config(**overrides):
+    return WorldModelConfig(image_size=SIZE, space_to_depth=2, block_out_channels=(16, 32), state_hidden=32,
+                            **overrides)
+
+
+def tiny_pixel_policy(cameras=("front",), size=SIZE):
+    config = diffusion_image_config(camera_names=list(cameras), image_size=size, crop_size=size - 4,
+                                    vision_channels=[8, 16], text_encoder="none", down_dims=[16, 32],
+                                    action_horizon=8, execute_horizon=4, num_inference_steps=2,
+                                    timestep_embed_dim=16)
+    torch.manual_seed(0)
+    return make_policy("diffusion", config, stats=None)
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("wm") / "bin_place_front_32.zarr"
+    collect_demos("bin_place", 3, path, cameras=("front",), image_size=SIZE, max_steps=25,
+                  keep_failures=True, progress_bar=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained(store_path, tmp_path_factory):
+    torch.set_num_threads(1)
+    out = tmp_path_factory.mktemp("wm_run")
+    train = TrainConfig(steps=40, batch_size=16, lr=2e-3, warmup_steps=5, out_dir=str(out), resume=False,
+                        progress_bar=False, log_every=10, ckpt_every=0, device="cpu", seed=0)
+    torch.manual_seed(0)
+    model, metrics = train_world_model(store_path, tiny_config(), train, held_out=1)
+    return model, out
+
+
+def one_step_errors(model, store_path):
+    """Mean squared pixel error of the model and of copy-last on every training transition."""
+    with EpisodeStore.open(store_path, mode="r") as store:
+        view = split_store(store, 1).train
+        sampler = make_sampler(view, model.config, batch_size=1)
+        episodes = np.repeat(view.episodes, [store.episode_ends[e] - store.episode_starts[e] for e in view.episodes])
+        t = np.concatenate([np.arange(store.episode_ends[e] - store.episode_starts[e]) for e in view.episodes])
+        keep = t >= 1
+        batch = sampler.batch_at(episodes[keep], t[keep])
+    frames = torch.as_tensor(batch["obs"]["images"]["front"])
+    k = model.config.history
+    out = model.predict_next(frames[:, :k], torch.as_tensor(batch["obs"]["state"][:, :k]),
+                             torch.as_tensor(batch["action"][:, k - 1]))
+    real = frames[:, k].float()
+    return float(((out["frame"] - real) ** 2).mean()), float(((frames[:, k - 1].float() - real) ** 2).mean())
+
+
+def test_trained_model_beats_copy_last_frame_one_step(trained, store_path):
+    model, _ = trained
+    model_mse, copy_mse = one_step_errors(model, store_path)
+    assert model_mse < 0.8 * copy_mse, (model_mse, copy_mse)
+
+
+def test_untrained_model_is_exactly_copy_last_frame(store_path):
+    torch.manual_seed(0)
+    from robot_learn.world_models import VideoWorldModel
+
+    model_mse, copy_mse = one_step_errors(VideoWorldModel(tiny_config()).eval(), store_path)
+    assert math.isclose(model_mse, copy_mse, rel_tol=1e-4)
+
+
+def test_checkpoint_round_trips_and_is_refused_on_another_suite(trained, store_path):
+    model, run = trained
+    loaded = load_world_model(run, task="bin_place")
+    for a, b in zip(model.state_dict().values(), loaded.state_dict().values()):
+        assert torch.equal(a, b)
+    with pytest.raises(WorldModelLoadError, match=r"suite 'robot_learn'.*'metaworld/drawer-close'.*'metaworld'"):
+        load_world_model(run, task="metaworld/drawer-close")
+
+
+def test_fidelity_reports_psnr_and_ssim_per_step_with_plot(trained, store_path, tmp_path):
+    model, _ = trained
+    with EpisodeStore.open(store_path, mode="r") as store:
+        report = measure_fidelity(model, split_store(store, 1).held_out, horizon=4, stride=5)
+    assert len(report.model_psnr) == len(report.copy_last_ssim) == 4 and report.rollouts >= 2
+    assert all(0 < s <= 1 for s in report.model_ssim)
+    paths = write_fidelity_report(report, tmp_path, "tiny")
+    assert paths["plot"].stat().st_size > 1000 and "| 4 |" in paths["markdown"].read_text()
+
+
+def test_any_policy_runs_in_the_world_model_through_evaluate(trained, store_path):
+    _, run = trained
+    factory = WorldModelEnvFactory(str(run), str(store_path))
+    result = evaluate(tiny_pixel_policy(), "bin_place", episodes=2, workers=1, videos=0, max_steps=4,
+                      conditions=factory)
+    assert [ep.length for ep in result.episodes] == [4, 4]
+    assert all(0.0 <= ep.progress <= 1.0 for ep in result.episodes)
+
+
+def test_env_observations_match_the_mujoco_contract(trained, store_path):
+    model, _ = trained
+    with EpisodeStore.open(store_path, mode="r") as store:
+        env = WorldModelEnv(model, split_store(store, 1).held_out, *task_spaces("bin_place"), max_steps=3)
+        obs, info = env.reset(seed=0)
+        assert env.observation_space.contains(obs) and obs["instruction"]
+        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        assert {"success", "progress", "phase"} <= set(info) and obs["images"]["front"].dtype == np.uint8
+        with pytest.raises(ValueError, match=r"shape \(5,\)"):
+            env.step(np.zeros(3, np.float32))
+
+
+def test_rollouts_are_written_as_synthetic_episodes(trained, store_path, tmp_path):
+    model, _ = trained
+    out = tmp_path / "synthetic.zarr"
+    with EpisodeStore.open(store_path, mode="r") as store:
+        env = WorldModelEnv(model, split_store(store, 1).train, *task_spaces("bin_place"), max_steps=3)
+        summary = generate_rollouts(tiny_pixel_policy(), env, 2, out, policy_id="tiny")
+    assert summary.written == 2 and not summary.stopped
+    with EpisodeStore.open(out, mode="r") as synthetic:
+        assert list(synthetic.meta["source"]) == ["synthetic", "synthetic"]
+        assert synthetic.array("images/front").shape[1:] == (SIZE, SIZE, 3)
+
+
+def test_nan_frames_stop_the_rollout_and_nothing_is_written(store_path, tmp_path):
+    from robot_learn.world_models import VideoWorldModel
+
+    model = VideoWorldModel(tiny_config()).eval()
+    with torch.no_grad():
+        model.unet.conv_out.bias.fill_(float("nan"))
+    out = tmp_path / "never.zarr"
+    with EpisodeStore.open(store_path, mode="r") as store:
+        env = WorldModelEnv(model, split_store(store, 1).train, *task_spaces("bin_place"), max_steps=3)
+        summary = generate_rollouts(tiny_pixel_policy(), env, 2, out)
+    assert summary.written == 0 and len(summary.stopped) == 2
+    assert "NaN" in summary.stopped[0] and not out.exists()
+
+
+def test_out_of_range_frames_stop_the_rollout(store_path):
+    from robot_learn.world_models import VideoWorldModel
+
+    model = VideoWorldModel(tiny_config()).eval()
+    with torch.no_grad():
+        model.unet.conv_out.bias.fill_(50.0)  # +50 in [-1, 1] units: thousands of pixel units
+    with EpisodeStore.open(store_path, mode="r") as store:
+        env = WorldModelEnv(model, split_store(store, 1).train, *task_spaces("bin_place"), max_steps=3)
+        env.reset(seed=0)
+        *_, truncated, info = env.step(env.action_space.sample())
+    assert truncated and "out of range" in info["imagination_error"]
+
+
+def test_policy_of_other_cameras_or_size_is_refused_naming_both(trained):
+    model, _ = trained
+    with pytest.raises(ValueError, match=r"policy reads cameras \['front', 'wrist'\] at 32 px; "
+                                         r"the world model imagines \['front'\] at 32 px"):
+        check_policy_fits(tiny_pixel_policy(("front", "wrist")), model, 5)
+    with pytest.raises(ValueError, match=r"at 64 px; the world model imagines \['front'\] at 32 px"):
+        check_policy_fits(tiny_pixel_policy(size=64), model, 5)
+    with pytest.raises(IncompatiblePolicyError, match=r"action dim: policy 5, caller 6"):
+        check_policy_fits(tiny_pixel_policy(), model, 6)
