@@ -120,7 +120,7 @@ def rollout_app(cfg: DictConfig) -> int:
     from robot_learn.world_models.env import WorldModelEnv
     from robot_learn.world_models.rollout import check_policy_fits, generate_rollouts, task_spaces
 
-    checkpoint = setting(cfg, "world_model", str)
+    checkpoint = setting(cfg, "checkpoint", str)
     policy_dir = setting(cfg, "policy_dir", str)
     episodes = setting(cfg, "episodes", int, minimum=1)
     out = setting(cfg, "out", str)

@@ -78,7 +78,8 @@ def one_step_errors(model, store_path):
 def test_trained_model_beats_copy_last_frame_one_step(trained, store_path):
     model, _ = trained
     model_mse, copy_mse = one_step_errors(model, store_path)
-    assert model_mse < 0.8 * copy_mse, (model_mse, copy_mse)
+    assert model_mse < 0.8 * copy_mse, f"model {model_mse:.1f}, copy-last {copy_mse:.1f}"
+    print(f"one-step MSE: model {model_mse:.1f}, copy-last {copy_mse:.1f}")
 
 
 def test_untrained_model_is_exactly_copy_last_frame(store_path):
@@ -150,8 +151,8 @@ def test_nan_frames_stop_the_rollout_and_nothing_is_written(store_path, tmp_path
     out = tmp_path / "never.zarr"
     with EpisodeStore.open(store_path, mode="r") as store:
         env = WorldModelEnv(model, split_store(store, 1).train, *task_spaces("bin_place"), max_steps=3)
-        summary = generate_rollouts(tiny_pixel_policy(), env, 2, out)
-    assert summary.written == 0 and len(summary.stopped) == 2
+        summary = generate_rollouts(tiny_pixel_policy(), env, 1, out)
+    assert summary.written == 0 and len(summary.stopped) == 1
     assert "NaN" in summary.stopped[0] and not out.exists()
 
 

@@ -1,0 +1,73 @@
+"""robot-learn wm rollout / eval / train: one-line errors that write nothing, and a rollout
+that writes synthetic episodes (in-process, on a real 2-episode MuJoCo store)."""
+
+import pytest
+import torch
+
+from robot_learn.cli.wm import main
+from robot_learn.data import EpisodeStore
+from robot_learn.envs.demos import collect_demos
+from robot_learn.policies import diffusion_image_config, make_policy
+from robot_learn.world_models import VideoWorldModel, WorldModelConfig
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("wm_cli")
+    store = root / "starts.zarr"
+    collect_demos("bin_place", 2, store, cameras=("front",), image_size=32, max_steps=8, keep_failures=True,
+                  progress_bar=False)
+    torch.manual_seed(0)
+    VideoWorldModel(WorldModelConfig(image_size=32, space_to_depth=2, block_out_channels=(16, 32),
+                                     state_hidden=32)).save(root / "wm")
+    policies = {}
+    for name, cams, size in (("fits", ["front"], 32), ("two_cams", ["front", "wrist"], 96)):
+        config = diffusion_image_config(camera_names=cams, image_size=size, crop_size=size - 4, vision_channels=[8],
+                                        text_encoder="none", down_dims=[16], action_horizon=4, execute_horizon=2,
+                                        num_inference_steps=1, timestep_embed_dim=8)
+        make_policy("diffusion", config, stats=None).save(root / name)
+        policies[name] = root / name
+    return root, store, policies
+
+
+def run(capsys, monkeypatch, tmp_path, *args):
+    monkeypatch.chdir(tmp_path)  # Hydra's run dirs land here
+    code = main(list(args))
+    return code, capsys.readouterr()
+
+
+def test_rollout_refuses_a_policy_of_other_cameras_naming_both_and_writes_nothing(setup, capsys, monkeypatch,
+                                                                                    tmp_path):
+    root, store, policies = setup
+    out = tmp_path / "synthetic.zarr"
+    code, captured = run(capsys, monkeypatch, tmp_path, "rollout", f"checkpoint={root / 'wm'}",
+                         f"policy_dir={policies['two_cams']}", f"store={store}", f"out={out}")
+    assert code == 2 and not out.exists()
+    assert captured.err.count("\n") == 1
+    assert ("policy reads cameras ['front', 'wrist'] at 96 px; the world model imagines ['front'] at 32 px"
+            in captured.err)
+
+
+def test_rollout_writes_synthetic_episodes(setup, capsys, monkeypatch, tmp_path):
+    root, store, policies = setup
+    out = tmp_path / "synthetic.zarr"
+    code, captured = run(capsys, monkeypatch, tmp_path, "rollout", f"checkpoint={root / 'wm'}",
+                         f"policy_dir={policies['fits']}", f"store={store}", f"out={out}", "episodes=1",
+                         "max_steps=2")
+    assert code == 0, captured.err
+    assert "1 synthetic episodes written" in captured.out
+    with EpisodeStore.open(out, mode="r") as written:
+        assert written.num_episodes == 1 and set(written.meta["source"]) == {"synthetic"}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("fly",), "unknown wm command 'fly'; valid: train, eval, rollout"),
+    (("eval", "checkpoint=nowhere"), "checkpoint nowhere is not in a wm train run dir; give store=... and held_out=..."),
+    (("eval", "checkpoint=nowhere", "store=nowhere.zarr", "held_out=1"), "store 'nowhere.zarr' does not exist"),
+    (("train", "world_model.head=gan"), "unknown world-model head 'gan'; valid heads: residual, diffusion"),
+])
+def test_bad_settings_are_one_line_and_write_no_store(args, message, capsys, monkeypatch, tmp_path):
+    code, captured = run(capsys, monkeypatch, tmp_path, *args)
+    assert code == 2 and message in captured.err and captured.err.count("\n") == 1
+    assert not list(tmp_path.rglob("*.zarr")) and not list(tmp_path.rglob("*.safetensors"))
