@@ -178,3 +178,20 @@ def test_policy_of_other_cameras_or_size_is_refused_naming_both(trained):
         check_policy_fits(tiny_pixel_policy(size=64), model, 5)
     with pytest.raises(IncompatiblePolicyError, match=r"action dim: policy 5, caller 6"):
         check_policy_fits(tiny_pixel_policy(), model, 6)
+
+
+def test_diffusion_head_trains_and_samples_in_few_steps():
+    from robot_learn.world_models import VideoWorldModel
+
+    torch.manual_seed(0)
+    model = VideoWorldModel(tiny_config(head="diffusion", sampling_steps=3))
+    b, k = 2, model.config.history
+    frames = torch.randint(0, 255, (b, k + 1, SIZE, SIZE, 3), dtype=torch.uint8)
+    batch = {"obs": {"images": {"front": frames}, "state": torch.randn(b, k + 1, 10)},
+             "action": torch.randn(b, k, 5), "t": torch.ones(b, dtype=torch.long)}
+    loss = model.compute_loss(batch)["loss"]
+    loss.backward()
+    assert torch.isfinite(loss) and model.unet.conv_out.weight.grad.abs().sum() > 0
+    out = model.eval().predict_next(frames[:, :k], batch["obs"]["state"][:, :k], batch["action"][:, 0],
+                                    generator=torch.Generator().manual_seed(0))
+    assert out["frame"].shape == (b, SIZE, SIZE, 3) and torch.isfinite(out["frame"]).all()
