@@ -63,7 +63,7 @@ def hitl_app(cfg: DictConfig) -> int:
                   + (f", steered {ep.steering}" if ep.steering else ""))
             if ep.paused:
                 print(f"session PAUSED: {ep.reason}. The episode so far is kept (episode {ep.index}, operator marked "
-                      f"'disconnected'); reconnect the device and rerun to continue.")
+                      f"'{ep.pause_mark.strip()}'); rerun to continue.")
                 return 3
     finally:
         robot.disconnect()

@@ -6,6 +6,8 @@ shared driver (:mod:`.round`), sources (:mod:`.sources`) and fine-tuning modes
 
 from robot_learn.loops.control import ControlArbiter, Mode, Request
 from robot_learn.loops.policy_actor import PolicyActor
-from robot_learn.loops.session import DISCONNECT_MARK, EpisodeSummary, HITLSession
+from robot_learn.loops.session import (DISCONNECT_MARK, OPERATOR_PAUSE_MARK, POLICY_FAULT_MARK, EpisodeSummary,
+                                       HITLSession)
 
-__all__ = ["ControlArbiter", "Mode", "Request", "PolicyActor", "DISCONNECT_MARK", "EpisodeSummary", "HITLSession"]
+__all__ = ["ControlArbiter", "Mode", "Request", "PolicyActor", "DISCONNECT_MARK", "OPERATOR_PAUSE_MARK", "POLICY_FAULT_MARK",
+           "EpisodeSummary", "HITLSession"]

@@ -41,7 +41,13 @@ from robot_learn.loops.operators.base import Operator, OperatorDisconnected, pos
 from robot_learn.loops.policy_actor import PolicyActor
 from robot_learn.loops.steering import build_steering
 
+# Appended to the operator id of an episode that ended paused, saying why: the operator's
+# device dropped out, the operator paused or e-stopped (e.g. from the console), or the
+# policy kept producing non-finite actions.
 DISCONNECT_MARK = " [paused: device disconnected]"
+OPERATOR_PAUSE_MARK = " [paused: by the operator]"
+POLICY_FAULT_MARK = " [paused: policy faults]"
+PAUSE_MARKS = (DISCONNECT_MARK, OPERATOR_PAUSE_MARK, POLICY_FAULT_MARK)
 
 
 @dataclass
@@ -61,6 +67,7 @@ class EpisodeSummary:
     wall_s: float
     reason: str = ""
     steering: str = ""         # the operator's steering request when the episode began ("" unsteered)
+    pause_mark: str = ""       # why it paused: one of PAUSE_MARKS ("" when it did not)
 
 
 class HITLSession:
@@ -129,7 +136,7 @@ class HITLSession:
                 f"of another policy ({', '.join(map(repr, others))}), not of this session's policy "
                 f"{self.policy_id!r}; give this policy its own round (round=...) or store")
         # Another operator's episodes (e.g. the autonomous source's, operator "") are theirs.
-        operators = [str(o).replace(DISCONNECT_MARK, "") for o in np.asarray(self.store.meta["operator"])[view.episodes]]
+        operators = [strip_pause_mark(str(o)) for o in np.asarray(self.store.meta["operator"])[view.episodes]]
         return operators.count(self.operator_id)
 
     @property
@@ -168,6 +175,12 @@ class HITLSession:
         previous_mode = Mode.AUTONOMOUS
         instruction = ""
 
+        def pause(mark: str, reason: str) -> None:
+            # The first cause of the pause names it; later ones in the same step do not.
+            self.arbiter.submit(Request.PAUSE)
+            if not ep.pause_mark:
+                ep.pause_mark, ep.reason = mark, reason
+
         def step(_: int) -> bool:
             nonlocal last_action, faults_in_row, previous_mode, instruction
             obs = self.robot.get_observation()
@@ -181,25 +194,25 @@ class HITLSession:
                 faults_in_row += 1
                 proposed = None
                 if faults_in_row >= self.max_policy_faults:
-                    self.arbiter.submit(Request.PAUSE)
-                    ep.reason = f"policy produced non-finite actions {faults_in_row} steps in a row"
+                    pause(POLICY_FAULT_MARK, f"policy produced non-finite actions {faults_in_row} steps in a row")
             elif proposed is not None:
                 faults_in_row = 0
             if self.operator is not None:
                 try:
                     for request in self.operator.poll(obs, proposed, self.arbiter.mode):
-                        self.arbiter.submit(request)
+                        if request is Request.PAUSE:
+                            pause(OPERATOR_PAUSE_MARK, f"operator {self.operator_id!r} paused the session")
+                        else:
+                            self.arbiter.submit(request)
                 except OperatorDisconnected as err:
-                    self.arbiter.submit(Request.PAUSE)
-                    ep.reason = str(err)
+                    pause(DISCONNECT_MARK, str(err))
             mode = self.arbiter.step()
             if mode is Mode.HUMAN:
                 try:
                     action = np.asarray(self.operator.act(obs), dtype=np.float32)
                 except OperatorDisconnected as err:
-                    self.arbiter.submit(Request.PAUSE)
+                    pause(DISCONNECT_MARK, str(err))
                     mode = self.arbiter.step()
-                    ep.reason = str(err)
             if mode is Mode.PAUSED:
                 ep.paused = True
                 return False  # nothing is sent: the arm holds its last command
@@ -242,7 +255,7 @@ class HITLSession:
             ep.index = recorder.commit(self.store, {
                 "task": self.task, "instruction": instruction, "success": ep.success, "seed": int(seed),
                 "source": ep.source, "round": self.round, "policy_id": self.policy_id,
-                "operator": self.operator_id + (DISCONNECT_MARK if ep.paused else "")})
+                "operator": self.operator_id + (ep.pause_mark if ep.paused else "")})
         self.paused = ep.paused
         self._log(ep)
         return ep
@@ -253,6 +266,14 @@ class HITLSession:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "a") as f:
             f.write(json.dumps({"round": self.round, **asdict(ep)}) + "\n")
+
+
+def strip_pause_mark(operator: str) -> str:
+    """A recorded operator id without the pause mark it may carry (see PAUSE_MARKS)."""
+    for mark in PAUSE_MARKS:
+        if operator.endswith(mark):
+            return operator[: -len(mark)]
+    return operator
 
 
 def _hold_action(obs: dict[str, Any]) -> np.ndarray:

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from robot_learn.data import EpisodeStore
-from robot_learn.loops import DISCONNECT_MARK
+from robot_learn.loops import OPERATOR_PAUSE_MARK
 
 sys.path.insert(0, os.path.dirname(__file__))
 from console_fixtures import running_console, wait_until  # noqa: E402
@@ -110,7 +110,7 @@ def test_estop_ends_the_session_safely(live):
     store = EpisodeStore.open(store_path)
     assert store.num_episodes == 2
     episode = store.episode(session.summaries[-1].index)
-    assert episode["meta"]["operator"] == "console" + DISCONNECT_MARK
+    assert episode["meta"]["operator"] == "console" + OPERATOR_PAUSE_MARK
     assert len(episode["steps"]["action"]) == estop.step
     assert not episode["steps"]["intervention"].any()
     # Later commands are refused, in the page and by the server, and change nothing.

@@ -10,7 +10,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from robot_learn.data import EpisodeStore
-from robot_learn.loops import DISCONNECT_MARK
+from robot_learn.loops import OPERATOR_PAUSE_MARK
 
 sys.path.insert(0, os.path.dirname(__file__))
 from console_fixtures import http, running_console, wait_until  # noqa: E402
@@ -108,7 +108,7 @@ def test_pause_commits_the_episode_and_resume_starts_the_next(live):
     pause = session.operator.log[-1]
     episode = EpisodeStore.open(store_path).episode(session.summaries[-1].index)
     assert len(episode["steps"]["action"]) == pause.step  # nothing was sent from the pause on
-    assert episode["meta"]["operator"] == "console" + DISCONNECT_MARK
+    assert episode["meta"]["operator"] == "console" + OPERATOR_PAUSE_MARK
     assert session.snapshot()["mode"] == "paused"
     # While paused only resume and e-stop mean something.
     status, answer = http(server, path, {"command": "takeover"}, token=console.token)

@@ -11,7 +11,7 @@ import torch
 
 from robot_learn.data import EpisodeStore, WindowSampler
 from robot_learn.envs import SimRobot
-from robot_learn.loops import DISCONNECT_MARK, HITLSession, Mode
+from robot_learn.loops import DISCONNECT_MARK, OPERATOR_PAUSE_MARK, POLICY_FAULT_MARK, HITLSession, Mode
 from robot_learn.loops.aggregation import write_selection
 from robot_learn.loops.operators import KeyboardOperator, ReplaySource, SimulatedOperator
 
@@ -87,6 +87,28 @@ def test_device_disconnect_pauses_and_keeps_marked_episode(robot, tmp_path):
     episode = store.episode(done[0].index)
     assert len(episode["steps"]["action"]) == 6
     assert episode["meta"]["operator"] == "keyboard" + DISCONNECT_MARK
+
+
+def test_operator_pause_is_labelled_as_the_operators_not_a_disconnect(robot, tmp_path):
+    store = EpisodeStore.create(tmp_path / "s.zarr")
+    session = HITLSession(robot, HoldPolicy(), keyboard([{"step": 4, "type": "key_down", "key": "p"}]), store,
+                          "stack", max_steps=20)
+    done = session.run(episodes=3, seed=0)
+    assert len(done) == 1 and done[0].paused and done[0].pause_mark == OPERATOR_PAUSE_MARK
+    assert "disconnect" not in done[0].reason and "'keyboard' paused" in done[0].reason
+    episode = store.episode(done[0].index)
+    assert len(episode["steps"]["action"]) == 4
+    assert episode["meta"]["operator"] == "keyboard" + OPERATOR_PAUSE_MARK
+    # Resuming counts the paused episode as the operator's own, whatever its mark.
+    assert session.committed() == 1
+
+
+def test_policy_fault_pause_has_its_own_label(robot, tmp_path):
+    store = EpisodeStore.create(tmp_path / "s.zarr")
+    session = HITLSession(robot, NaNPolicy(bad_from=2), keyboard([]), store, "stack", max_steps=20,
+                          max_policy_faults=2)
+    ep = session.run_episode(seed=0)
+    assert ep.paused and store.episode(ep.index)["meta"]["operator"] == "keyboard" + POLICY_FAULT_MARK
 
 
 def test_takeover_requested_during_reset_applies_at_the_next_episode_start(robot, tmp_path):
