@@ -11,6 +11,8 @@ from omegaconf import DictConfig, OmegaConf
 from robot_learn.cli.hydra_app import run_hydra_app
 from robot_learn.cli.settings import device_setting, eval_settings
 
+GUIDES = ("none", "pcg")
+
 
 def eval_app(cfg: DictConfig) -> int:
     """Load ``cfg.checkpoint``, evaluate it on ``cfg.task`` and write the report."""
@@ -22,13 +24,19 @@ def eval_app(cfg: DictConfig) -> int:
 
     task = check_task(cfg.task.name)
     settings = eval_settings(cfg)
+    guide = guide_settings(cfg)
     device = resolve_device(device_setting(cfg, "device"))  # "auto" -> cuda if there is one
     policy = load_policy_for_task(cfg.checkpoint, task, cameras=tuple(cfg.task.cameras),
                                   image_size=int(cfg.task.image_size),
                                   expected_type=cfg.policy_type, device=device)
+    predict = None
+    if guide is not None:
+        from robot_learn.training.phase_guide import load_phase_guide
+
+        predict = load_phase_guide(guide[0], policy, task, guide[1])
     out_dir = Path(cfg.out_dir or HydraConfig.get().runtime.output_dir)
     result = evaluate(policy, task, out_dir=out_dir, progress_bar=True, **settings.evaluate_kwargs(),
-                      **video_cameras(task))
+                      **video_cameras(task), predict=predict)
     paths = write_report(result, out_dir, title=f"Evaluation of {cfg.checkpoint} on {task}",
                          extra={"checkpoint": str(resolve_policy_dir(cfg.checkpoint)),
                                 "policy": {"type": policy.name},
@@ -36,8 +44,24 @@ def eval_app(cfg: DictConfig) -> int:
     s = result.summary
     print(f"{task}: success {s.success_rate:.1%} ({s.successes}/{s.episodes}), "
           f"95% CI [{s.ci_low:.1%}, {s.ci_high:.1%}], mean progress {s.mean_progress:.3f}")
+    if predict is not None:
+        print(f"pcg guided {predict.guided_chunks} of {predict.chunks} chunks")
     print(f"report: {paths['markdown']}")
     return 0
+
+
+def guide_settings(cfg: DictConfig) -> tuple[str, object] | None:
+    """``(guide_dir, PCGSettings)`` for ``guide=pcg``, None for ``guide=none``; CLIError naming the key."""
+    from robot_learn.cli.hydra_app import CLIError
+    from robot_learn.cli.settings import setting
+    from robot_learn.policies.diffusion.phase_guidance import PCGSettings
+
+    if setting(cfg, "guide", str, choices=GUIDES) == "none":
+        return None
+    guide_dir = setting(cfg, "guide_dir", str, optional=True)
+    if guide_dir is None:
+        raise CLIError("guide=pcg needs guide_dir=<a guide directory with dynamics/ and prototypes/>")
+    return guide_dir, PCGSettings(scale=setting(cfg, "guide_scale", float, minimum=0))
 
 
 def main(argv: Sequence[str]) -> int:

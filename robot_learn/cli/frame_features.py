@@ -122,23 +122,9 @@ def ensure_frame_encoder(policy_config: Any, task: str, root: Path, device: Any 
 
 def cached_features(view: Any, encoder: Any, device: Any = "cpu") -> np.ndarray:
     """Every committed frame's features, from the store's cache (built if missing or stale)."""
-    import torch
+    from robot_learn.training.frame_feature_cache import cached_frame_features
 
-    from robot_learn.data.feature_cache import load_or_build_feature_cache
-    from robot_learn.policies.frame_encoder import FEATURES_KEY, frozen_features
-
-    def encode(images: dict[str, np.ndarray], instructions: list[str]) -> np.ndarray:
-        frames = {c: torch.from_numpy(np.ascontiguousarray(v)).to(device) for c, v in images.items()}
-        text = instructions if encoder.text is not None else None
-        return frozen_features(encoder, frames, text).cpu().numpy()
-
-    identity = encoder.identity()
-    encoder.to(device)
-    try:
-        return load_or_build_feature_cache(view.store, FEATURES_KEY, identity, encoder.config.cameras, encode,
-                                           progress_bar=True)
-    finally:
-        encoder.cpu()
+    return cached_frame_features(view.store, encoder, device, progress_bar=True)
 
 
 def view_stats(view: Any, values: np.ndarray) -> dict[str, np.ndarray]:

@@ -107,7 +107,7 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
              max_steps: int | None = None, *, image_size: int | None = None,
              vectorization: str = "auto", video_cameras: Sequence[str] = VIDEO_CAMERAS,
              fps: int = 10, progress_bar: bool = False,
-             generator_seed: int | None = 0, conditions: Any = None) -> EvalResult:
+             generator_seed: int | None = 0, conditions: Any = None, predict: Any = None) -> EvalResult:
     """Roll ``policy`` out on ``episodes`` held-out seeds ``seed, seed+1, ...`` of ``task``.
 
     ``workers`` sub-envs step together (``vectorization``: ``"auto"`` is an
@@ -120,7 +120,9 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
     sampling noise so an evaluation is repeatable (None: torch's global RNG).
     ``conditions`` (:class:`~robot_learn.envs.conditions.EnvConditions`; None: the
     defaults) sets the start spread and disturbances; each episode's disturbances are
-    counted in its result.
+    counted in its result. ``predict`` (e.g. a guided sampler such as PCG's) plans the
+    policy's chunks in place of ``predict_action_chunk`` (``select_action(predict=...)``);
+    its ``reset()``, if it has one, runs at each wave's start.
     """
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
@@ -169,7 +171,7 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
             wave_seeds = [seed + wave + k for k in range(num_envs)]
             envs = envs_for(video_cams if wave < videos else cams)
             _run_wave(policy, envs, wave_seeds, idx, results, videos, video_cameras,
-                      generator, out_dir, fps)
+                      generator, out_dir, fps, predict)
             bar.update(len(idx))
         bar.close()
     finally:
@@ -183,17 +185,22 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
             "cameras": list(cams), "image_size": size}
     if conditions is not None and not conditions.is_default:
         info["conditions"] = conditions.describe()
+    if predict is not None:
+        info["predict"] = getattr(predict, "label", type(predict).__name__)
     return EvalResult(task=task, episodes=[r for r in results if r is not None],
                       wall_time_s=time.perf_counter() - start, info=info)
 
 
 def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
               idx: list[int], results: list, videos: int, video_cameras: Sequence[str],
-              generator: torch.Generator | None, out_dir: str | Path | None, fps: int) -> None:
+              generator: torch.Generator | None, out_dir: str | Path | None, fps: int,
+              predict: Any = None) -> None:
     """Run one wave of episodes and fill ``results`` at positions ``idx``."""
     n = envs.num_envs
     obs, _ = envs.reset(seed=wave_seeds)
     policy.reset()
+    if hasattr(predict, "reset"):
+        predict.reset()
     active = np.zeros(n, dtype=bool)
     active[: len(idx)] = True
     length = np.zeros(n, dtype=int)
@@ -209,7 +216,8 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
     needed = policy.obs_shapes
     with torch.inference_mode():
         while active.any():
-            action = policy.select_action(_policy_obs(obs, needed, n), generator=generator)
+            steer = {} if predict is None else {"predict": predict}  # plain policies need not take it
+            action = policy.select_action(_policy_obs(obs, needed, n), generator=generator, **steer)
             action = action.detach().cpu().numpy().astype(np.float32)
             obs, _, terminated, truncated, info = envs.step(action)
             ended = np.asarray(terminated) | np.asarray(truncated)
