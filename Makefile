@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/$(PIP_INSTALL) --upgrade pip
 	$(BIN)/$(PIP_INSTALL) torch==2.13.0
-	$(PY) tools/requirements.py dev > $(VENV)/requirements.txt
+	$(PY) tools/requirements.py dev fleet > $(VENV)/requirements.txt
 	$(BIN)/$(PIP_INSTALL) -r $(VENV)/requirements.txt
 	$(LOCKED) $(BIN)/$(PIP_INSTALL) --no-deps -e .
 	touch $(STAMP)

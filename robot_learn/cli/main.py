@@ -30,6 +30,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "wm": ("robot_learn.cli.wm", "video world models: wm train | wm eval (fidelity vs copy-last) | "
            "wm rollout (a policy in the model)"),
     "hitl": ("robot_learn.cli.hitl", "run a HITL session: a policy drives, an operator takes over"),
+    "fleet": ("robot_learn.cli.fleet", "an SOP-style fleet on Ray: robot actors stream episodes to one writer, "
+              "a learner trains and publishes weights (actors=N, address=...)"),
     "console": ("robot_learn.cli.console", "serve the browser console for operators supervising "
                 "simulated HITL sessions"),
     "hw": ("robot_learn.cli.hw", "real arms: find-port, scan, calibrate, teleop, record, "
