@@ -35,7 +35,10 @@ class PolicyActor:
         return tuple(self.policy.obs_shapes)
 
     def reset(self) -> None:
+        """Episode start: the policy's history and queue, and a stateful steering's (e.g. PCG's phase)."""
         self.policy.reset()
+        if hasattr(self.steering, "reset"):
+            self.steering.reset()
 
     def act(self, obs: Mapping[str, Any]) -> np.ndarray:
         batch: dict[str, Any] = {}

@@ -74,14 +74,16 @@ def collect_from_sources(ctx: Any, sources: Mapping[str, float], episodes: int, 
         seed += n
 
 
-def _session(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, operator: Any, episodes: int,
-             seed: int) -> None:
+def run_session(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, operator: Any, episodes: int,
+                seed: int, steering: Any = None) -> None:
+    """Round ``r``'s ``episodes`` of a HITL session on a robot of ``ctx`` into ``store``
+    (resuming after its committed ones); ``steering`` plans the policy's chunks (None: its own)."""
     from robot_learn.loops.policy_actor import PolicyActor
     from robot_learn.loops.session import HITLSession
 
     robot = ctx.make_robot()
     try:
-        session = HITLSession(robot, PolicyActor(policy, seed=seed), operator, store, ctx.task,
+        session = HITLSession(robot, PolicyActor(policy, seed=seed, steering=steering), operator, store, ctx.task,
                               rate_hz=ctx.rate_hz, max_steps=ctx.max_steps, round_index=r, policy_id=policy_id,
                               log_path=ctx.run_dir / "sessions.jsonl")
         session.run(episodes, seed=seed)
@@ -95,11 +97,11 @@ def _session(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, operator
 def _hitl(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, episodes: int, seed: int) -> None:
     if ctx.make_operator is None:
         raise ValueError("source 'hitl' needs an operator; use source 'autonomous' to run without one")
-    _session(ctx, r, policy, policy_id, store, ctx.make_operator(r), episodes, seed)
+    run_session(ctx, r, policy, policy_id, store, ctx.make_operator(r), episodes, seed)
 
 
 def _autonomous(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, episodes: int, seed: int) -> None:
-    _session(ctx, r, policy, policy_id, store, None, episodes, seed)
+    run_session(ctx, r, policy, policy_id, store, None, episodes, seed)
 
 
 register_source("hitl", _hitl)

@@ -83,39 +83,45 @@ def fit_latent_dynamics(config: LatentDynamicsConfig, features: Sequence[np.ndar
     return model, metrics
 
 
-def build_phase_guide(store: Any, task: str, out_dir: str | Path, *, encoder: Any = None,
+def build_phase_guide(demos: Any, out_dir: str | Path, *, rollouts: Sequence[Any] = (), encoder: Any = None,
                       horizon: int = 8, hidden_dims: Sequence[int] = (256, 256), steps: int = 2000,
                       phase_settings: PhaseSettings | None = None, seed: int = 0) -> dict[str, Any]:
-    """Fit the dynamics model on ``task``'s demos and rollouts in ``store`` and the prototypes on
-    its successful demos; write them to ``out_dir``. ``encoder``: a frame encoder for the pixel
-    variant (its cached features), None for the state variant. Returns what ``guide.json`` holds."""
+    """Fit the dynamics model on ``demos`` (an EpisodeView of one task's demos; its successes
+    make the prototypes) plus ``rollouts`` (views of base rollouts, successes and failures) and
+    write both to ``out_dir``. ``encoder``: a frame encoder for the pixel variant (its cached
+    features), None for the state variant. Returns what ``guide.json`` holds."""
     phase_settings = phase_settings or PhaseSettings(delta_steps=horizon)
-    demos = store.view(task=task, source="demo", success=True)
-    experience = store.view(task=task, source=["demo", "rollout"])
-    if encoder is None:
-        keys, name, frames = list(STATE_FEATURE_KEYS), STATE_ENCODER, None
-        missing = [k for k in keys if k not in store.keys]
-        if missing:
-            raise ValueError(f"store {store.path} has no {missing} (keys: {', '.join(store.keys)}); the state guide "
-                             f"reads {keys}")
-    else:
-        keys, name, frames = [FEATURES_KEY], encoder.identity(), cached_frame_features(store, encoder)
-    check_enough_demos(demos.num_episodes, phase_settings)  # before any training
-    features = episode_features(experience, keys, frames)
-    actions = episode_features(experience, ["action"])
+    tasks = sorted({str(t) for v in (demos, *rollouts) for t in v.meta["task"]})
+    if len(tasks) != 1:
+        raise ValueError(f"a phase guide is built for one task; its episodes are of tasks {tasks or 'none'}")
+    task, successes = tasks[0], demos.view(success=True)
+    check_enough_demos(successes.num_episodes, phase_settings)  # before any training
+    features, actions, kinds = [], [], []
+    for view in (demos, *rollouts):
+        if encoder is None:
+            keys, name, frames = list(STATE_FEATURE_KEYS), STATE_ENCODER, None
+            missing = [k for k in keys if k not in view.store.keys]
+            if missing:
+                raise ValueError(f"store {view.store.path} has no {missing} (keys: {', '.join(view.store.keys)}); "
+                                 f"the state guide reads {keys}")
+        else:
+            keys, name, frames = [FEATURES_KEY], encoder.identity(), cached_frame_features(view.store, encoder)
+        features += episode_features(view, keys, frames)
+        actions += episode_features(view, ["action"])
+        kinds += [("demo" if view is demos else "rollout", bool(s)) for s in view.meta["success"]]
     order = np.random.default_rng(seed).permutation(len(features))  # hold out a mix of demos and rollouts
     config = LatentDynamicsConfig(task=task, encoder=name, feature_keys=keys, feature_dim=features[0].shape[1],
                                   action_dim=actions[0].shape[1], horizon=horizon, hidden_dims=list(hidden_dims))
     dynamics, metrics = fit_latent_dynamics(config, [features[i] for i in order], [actions[i] for i in order],
                                             steps=steps, seed=seed)
-    prototypes = build_phase_prototypes(episode_features(demos, keys, frames), phase_settings, task, name)
+    demo_frames = None if encoder is None else cached_frame_features(successes.store, encoder)
+    prototypes = build_phase_prototypes(episode_features(successes, keys, demo_frames), phase_settings, task, name)
     out_dir = Path(out_dir)
     dynamics.save(out_dir / "dynamics")
     prototypes.save(out_dir / "prototypes")
-    sources = experience.meta["source"]
-    record = {"task": task, "encoder": name, "demos": demos.num_episodes,
-              "rollouts": int((sources == "rollout").sum()),
-              "rollout_successes": int(((sources == "rollout") & experience.meta["success"]).sum()),
+    record = {"task": task, "encoder": name, "demos": successes.num_episodes,
+              "rollouts": sum(kind == "rollout" for kind, _ in kinds),
+              "rollout_successes": sum(kind == "rollout" and ok for kind, ok in kinds),
               "dynamics": {**metrics, "horizon": horizon, "steps": steps},
               "phases": asdict(phase_settings),
               "thresholds": {"lower": prototypes.lower.tolist(), "upper": prototypes.upper.tolist()}}

@@ -103,6 +103,29 @@ def test_retrain_merge_and_success_conditioning_compose_in_one_round(tmp_path, b
     assert load_policy(new_dir).conditions == {"high_return": 1.0}
 
 
+def test_guided_round_records_guided_episodes_from_a_guide_built_on_base_rollouts(tmp_path, base):
+    ctx, new_dir, numbers = run_round(tmp_path, base, "guided", guide_rollouts=2, guide_steps=20, guide_horizon=4,
+                                      phases=2)
+    from robot_learn.data import EpisodeStore
+
+    rollouts = EpisodeStore.open(ctx.run_dir / "base_rollouts.zarr")
+    assert rollouts.num_episodes == 2 and set(rollouts.meta["source"]) == {"rollout"}
+    assert (ctx.run_dir / "guide/dynamics/model.safetensors").is_file()
+    collected = EpisodeStore.open(ctx.run_dir / "collected.zarr")
+    assert list(collected.meta["source"]) == ["guided", "guided"] and numbers["data_added"] == {"guided": 2}
+    # FT: the demos, plus the successes when there are any (a 2-step base rarely has one).
+    wins = int(collected.meta["success"].sum())
+    assert set(numbers["train_frames"]) == ({"base", "successes"} if wins else {"base"})
+    assert (new_dir / "config.yaml").is_file()
+
+
+def test_guided_fs_retrains_ft_continues_and_a_bad_mode_names_the_valid_ones():
+    assert make_loop_config("guided", mode="fs").train_mode == "retrain"
+    assert make_loop_config("guided", mode="ft").train_mode == "continue"
+    with pytest.raises(ValueError, match=r"^unknown guided mode 'fx'; valid modes: ft, fs$"):
+        make_loop_config("guided", mode="fx")
+
+
 def test_unknown_method_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown loop method 'dagger'; valid methods: hgdagger, help_curated, "
                                          "recap, autonomous"):

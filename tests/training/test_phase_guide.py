@@ -32,8 +32,9 @@ def store(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def guide(store) -> tuple[Path, dict]:
     out = store.parent / "guide"
-    record = build_phase_guide(EpisodeStore.open(store), TASK, out, horizon=HORIZON, hidden_dims=(128, 128), steps=300,
-                               phase_settings=PHASES)
+    opened = EpisodeStore.open(store)
+    record = build_phase_guide(opened.view(source="demo"), out, rollouts=[opened.view(source="rollout")],
+                               horizon=HORIZON, hidden_dims=(128, 128), steps=300, phase_settings=PHASES)
     return out, record
 
 
@@ -70,5 +71,6 @@ def test_a_guide_for_another_task_is_refused_naming_both(guide, store):
 
 def test_fewer_demos_than_phases_is_refused_before_anything_is_written(store, tmp_path):
     with pytest.raises(ValueError, match=r"got 4 demos for phases=5$"):
-        build_phase_guide(EpisodeStore.open(store), TASK, tmp_path / "g", phase_settings=PhaseSettings(phases=5))
+        build_phase_guide(EpisodeStore.open(store).view(source="demo"), tmp_path / "g",
+                          phase_settings=PhaseSettings(phases=5))
     assert not (tmp_path / "g").exists()
