@@ -68,6 +68,7 @@ class Fleet:
         self.report = FleetReport()
         self._in_flight: dict[Any, tuple[str, int]] = {}   # future -> (actor, seed)
         self._learner_run: Any = None
+        self._learner_probing = False   # _learner_run is a progress() probe of a restarting learner
         self._next_seed: dict[str, int] = {}
         self._restarting: set[str] = set()
         self._seed_stride = 1_000_000
@@ -215,15 +216,24 @@ class Fleet:
         import ray
         from ray.exceptions import RayActorError
 
+        if self._learner_run is None:
+            return
         ready, _ = ray.wait([self._learner_run], timeout=0)
         if not ready:
             return
+        probing = self._learner_probing
         try:
             ray.get(self._learner_run)
-            self._learner_run = None  # finished its steps
         except RayActorError:
-            self.report.learner_restarts += 1
-            self._learner_run = self.learner.run.remote()  # resumes from its last checkpoint
+            if not probing:  # run() died with the learner; Ray restarts it
+                self.report.learner_restarts += 1
+            # Calls fail at once while Ray restarts it: ask until it answers, then run again.
+            self._learner_run, self._learner_probing = self.learner.progress.remote(), True
+            return
+        if probing:  # it answers: run again, resuming from its last checkpoint
+            self._learner_run, self._learner_probing = self.learner.run.remote(), False
+        else:
+            self._learner_run = None  # finished its steps
 
     def learner_progress(self) -> dict[str, int] | None:
         """The learner's :meth:`~.learner.Learner.progress`; None while Ray restarts it."""
