@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from robot_learn.cli.hydra_app import run_hydra_app
@@ -45,21 +46,28 @@ def fleet_app(cfg: DictConfig) -> int:
     address = setting(cfg, "address", str, optional=True)
     rate_hz = setting(cfg, "rate_hz", float, minimum=1e-3)
     seed = setting(cfg, "seed", int, minimum=0)
-    run_dir = Path(cfg.run_dir)
+    # Absolute: Ray's workers need not share this process's working directory.
+    run_dir, store_path = Path(cfg.run_dir).resolve(), Path(cfg.store).resolve()
     train_cfg = instantiate_node(cfg.train, "train", out_dir=str(run_dir / "learner"))
     policy_config = fit_policy_to_task(instantiate_node(cfg.policy, "policy"), task)
-    policy_name_for_config(policy_config)
+    policy_name = policy_name_for_config(policy_config)
     actor_policy = None
     if cfg.actor_policy_dir:
+        from robot_learn.fleet import PolicySpaces, check_registration
         from robot_learn.fleet.policy_transfer import policy_to_files
-        from robot_learn.policies import load_policy
+        from robot_learn.policies import get_policy_class, load_policy
 
-        actor_policy = policy_to_files(load_policy(cfg.actor_policy_dir))
+        loaded = load_policy(cfg.actor_policy_dir)
+        # The fleet checks it again at registration; here it is refused before anything starts.
+        learner_spaces = PolicySpaces.of(get_policy_class(policy_name)(policy_config))
+        check_registration("robot-0", PolicySpaces.of(loaded), learner_spaces, str(cfg.actor_policy_dir),
+                           f"policy={HydraConfig.get().runtime.choices.get('policy', '?')}")
+        actor_policy = policy_to_files(loaded)
     robot = OmegaConf.to_container(cfg.robot, resolve=True)
     operator = OmegaConf.to_container(cfg.operator, resolve=True)
 
     start_ray(address, num_cpus=num_cpus)
-    demo_path = Path(cfg.data.path)
+    demo_path = Path(cfg.data.path).resolve()
     if not demo_path.exists():
         from robot_learn.fleet.parallel_jobs import collect_demos_on_ray
 
@@ -68,9 +76,9 @@ def fleet_app(cfg: DictConfig) -> int:
                                        image_size=int(cfg.data.image_size), max_steps=int(cfg.task.max_steps),
                                        num_cpus=actor_cpus)
         print(f"demos: {summary.successes}/{summary.attempted} succeeded, {summary.stored} stored in {demo_path}")
-    fleet = Fleet(cfg.store, {"policy_config": policy_config, "offline_path": str(demo_path), "tasks": [task],
+    fleet = Fleet(store_path, {"policy_config": policy_config, "offline_path": str(demo_path), "tasks": [task],
                               "train": train_cfg, "publish_every": publish_every, "online_share": online_share,
-                              "run_name": str(run_dir)}, learner_cpus=learner_cpus)
+                              "run_name": str(cfg.run_dir)}, learner_cpus=learner_cpus)
     fleet.start()
     try:
         fleet.add_actors([{"name": f"robot-{i}", "task": task, "robot": robot, "operator": operator,
@@ -101,7 +109,7 @@ def fleet_app(cfg: DictConfig) -> int:
         print(f"eval: success {evaluation.success_rate:.0%} over {eval_episodes} held-out episodes")
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "fleet.json").write_text(json.dumps(result, indent=2, default=str))
-    print(f"store: {cfg.store} ({EpisodeStore.open(cfg.store).num_episodes} episodes); report: {run_dir / 'fleet.json'}")
+    print(f"store: {store_path} ({EpisodeStore.open(store_path).num_episodes} episodes); report: {run_dir / 'fleet.json'}")
     return 0
 
 

@@ -27,3 +27,16 @@ def test_bad_settings_are_one_line_and_start_nothing(override, words, tmp_path, 
     assert not list(tmp_path.rglob("*.zarr"))
     ray = pytest.importorskip("ray")
     assert not ray.is_initialized()
+
+
+def test_an_actor_policy_of_other_spaces_is_refused_naming_both_sides(tmp_path, monkeypatch, capsys):
+    from robot_learn.policies import diffusion_state_config, make_policy
+
+    monkeypatch.chdir(tmp_path)
+    # A state-only policy (no env_state) against the learner's diffusion_state preset.
+    make_policy("diffusion", diffusion_state_config(state_dims={"state": 10}, down_dims=[16, 32])).save("odd")
+    assert main(["fleet", "actor_policy_dir=odd"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("robot-learn fleet: error: actor 'robot-0' refused") and "\n" not in err, err
+    assert "(odd) observes {state (10,)}" in err and "(policy=diffusion_state) observes {env_state (14,), state (10,)}" in err
+    assert not list(tmp_path.rglob("*.zarr"))
