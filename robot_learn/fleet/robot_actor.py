@@ -36,11 +36,10 @@ class RobotActor:
         self.operator = instantiate(dict(operator)) if operator else None
         self.store = RemoteStore(writer)
         self.session: Any = None
-        self.own_policy = policy_files is not None
         self.policy_id = ""
+        self.in_flight: int | None = None  # the seed of the episode running now
         if policy_files is not None:
             self._use(policy_name or "actor-policy", policy_files)
-        self.in_flight: int | None = None  # the seed of the episode running now
 
     # ----- episodes ------------------------------------------------------------------
     def run_episode(self, seed: int) -> dict[str, Any]:
