@@ -29,7 +29,6 @@ def _guide(path, task):
     (["guide=pgc"], "unknown guide 'pgc'; valid choices: none, pcg"),
     (["guide=pcg"], "guide=pcg needs guide_dir=<a guide directory with dynamics/ and prototypes/>"),
     (["guide=pcg", "guide_dir=nowhere"], "guide directory 'nowhere' lacks dynamics/ or prototypes/"),
-    (["guide=pcg", "guide_dir=guide", "guide_scale=-1"], "guide_scale must be >= 0, got -1"),
     (["guide=pcg", "guide_dir=guide"], "trained on task 'unstack' with encoder 'state'; this run needs task 'stack' "
                                        "with encoder 'state'"),
 ])
