@@ -1,0 +1,130 @@
+"""ReGuide at test time: a weak base state policy against the same policy sampled with
+phase-conditioned guidance (PCG), on the same held-out seeds.
+
+1. demos: ``--demos`` expert episodes of ``--task`` (collected into ``--out`` if missing);
+2. base: the state preset trained ``--train-steps`` on them (or ``--policy-dir``);
+3. base rollouts: ``--rollouts`` episodes of the base policy alone (successes and failures);
+4. the guide: latent dynamics on demos + rollouts, phase prototypes from the demos;
+5. evaluation: the base, then PCG at each ``--scales``, on seeds ``--seed``.. (``--episodes``),
+   the same sampling-noise seed for every arm. Prints success with its 95% Wilson interval,
+   the ratio to the base, and the share of chunks PCG guided.
+
+    .venv/bin/python benchmarks/bench_reguide.py [--task stack] [--demos 30] [--train-steps 1500]
+        [--rollouts 50] [--episodes 50] [--scales 0.05 0.2] [--out outputs/bench_reguide]
+
+Only smoke-run so far (--demos 4 --train-steps 5 --rollouts 2 --episodes 2 --phases 2 --horizon 4
+--guide-steps 20 --max-steps 30: 800 s wall on a CPU shared with a training run); no figure yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+from robot_learn.data import EpisodeStore, WindowSampler
+from robot_learn.envs import make_sim_robot
+from robot_learn.envs.demos import collect_demos
+from robot_learn.envs.registry import task_spec
+from robot_learn.evaluation import evaluate
+from robot_learn.loops.sources import run_session
+from robot_learn.policies import diffusion_state_config, load_policy
+from robot_learn.policies.diffusion.phase_guidance import PCGSettings
+from robot_learn.policies.phase_prototypes import PhaseSettings
+from robot_learn.training import TrainConfig, Trainer, build_policy_for_view
+from robot_learn.training.phase_guide import build_phase_guide, load_phase_guide
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="stack")
+    parser.add_argument("--demos", type=int, default=30)
+    parser.add_argument("--train-steps", type=int, default=1500)
+    parser.add_argument("--policy-dir", default="")
+    parser.add_argument("--rollouts", type=int, default=50)
+    parser.add_argument("--episodes", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=1_000_000)
+    parser.add_argument("--max-steps", type=int, default=None)
+    parser.add_argument("--scales", type=float, nargs="+", default=[0.05, 0.2])
+    parser.add_argument("--max-timestep", type=int, default=20)
+    parser.add_argument("--phases", type=int, default=4)
+    parser.add_argument("--horizon", type=int, default=8)
+    parser.add_argument("--guide-steps", type=int, default=2000)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default="outputs/bench_reguide")
+    args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"config: {vars(args)}; python {platform.python_version()}, torch {torch.__version__}")
+    t0 = time.perf_counter()
+
+    demos_path = out / "demos.zarr"
+    if not demos_path.exists():
+        collect_demos(args.task, args.demos, demos_path, cameras=(), progress_bar=False)
+    demos = EpisodeStore.open(demos_path).view(success=True)
+    if args.policy_dir:
+        policy_dir = Path(args.policy_dir)
+    else:
+        policy_dir = out / "base" / "policy"
+        if not (policy_dir / "config.yaml").is_file():
+            policy = build_policy_for_view(diffusion_state_config(), demos)
+            sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
+                                    action_horizon=policy.action_horizon, batch_size=64)
+            train = TrainConfig(steps=args.train_steps, batch_size=64, device="cpu", num_threads=args.threads,
+                                progress_bar=False, out_dir=str(out / "base"), ckpt_every=0)
+            load_policy(Trainer(policy, sampler, train).fit()["final_policy_dir"]).save(policy_dir)
+    policy = load_policy(policy_dir)
+    t_base = time.perf_counter()
+
+    rollouts_path = out / "base_rollouts.zarr"
+
+    def make_robot():
+        robot = make_sim_robot(args.task, cameras=(), max_steps=args.max_steps)
+        robot.connect()
+        return robot
+
+    ctx = SimpleNamespace(make_robot=make_robot, run_dir=out, rate_hz=10.0, task=args.task,
+                          max_steps=args.max_steps or task_spec(args.task).max_steps)
+    store = EpisodeStore.open_or_create(rollouts_path)
+    try:
+        run_session(ctx, 0, policy, str(policy_dir), store, None, args.rollouts, seed=50_000)
+    finally:
+        store.close()
+    rollouts = EpisodeStore.open(rollouts_path).view()
+    record = build_phase_guide(demos, out / "guide", rollouts=[rollouts], horizon=args.horizon,
+                               steps=args.guide_steps, phase_settings=PhaseSettings(phases=args.phases,
+                                                                                    delta_steps=args.horizon))
+    print(f"guide: {json.dumps({k: record[k] for k in ('demos', 'rollouts', 'rollout_successes', 'dynamics')})}")
+    t_guide = time.perf_counter()
+
+    common = dict(episodes=args.episodes, seed=args.seed, workers=1, videos=0, max_steps=args.max_steps,
+                  vectorization="sync", generator_seed=0)
+    base = evaluate(policy, args.task, **common).summary
+    rows = [("base", base, "", time.perf_counter() - t_guide)]
+    for scale in args.scales:
+        t = time.perf_counter()
+        pcg = load_phase_guide(out / "guide", policy, args.task, PCGSettings(scale=scale,
+                                                                             max_timestep=args.max_timestep))
+        s = evaluate(policy, args.task, predict=pcg, **common).summary
+        rows.append((f"PCG c={scale:g}", s, f"{pcg.guided_chunks}/{pcg.chunks}", time.perf_counter() - t))
+    print(f"\n{args.task}, {args.episodes} held-out seeds from {args.seed}; base {policy_dir}")
+    print("| arm | success | 95% Wilson CI | x base | guided chunks | eval wall s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, s, guided, wall in rows:
+        ratio = f"{s.success_rate / base.success_rate:.2f}" if base.success_rate else "-"
+        print(f"| {name} | {s.success_rate:.0%} ({s.successes}/{s.episodes}) | [{s.ci_low:.1%}, {s.ci_high:.1%}] | "
+              f"{ratio} | {guided or '-'} | {wall:.0f} |")
+    print(f"\nwall: base {t_base - t0:.0f} s, rollouts + guide {t_guide - t_base:.0f} s, "
+          f"total {time.perf_counter() - t0:.0f} s (upper bounds on a shared CPU)")
+
+
+if __name__ == "__main__":
+    main()
