@@ -59,11 +59,22 @@ class ConsoleServer:
 
     def start_background(self, timeout: float = 30.0) -> "ConsoleServer":
         """Serve on a daemon thread; returns once the server answers."""
-        self._thread = threading.Thread(target=self.run, name="console-server", daemon=True)
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            try:
+                self.run()
+            except BaseException as exc:  # reported by the waiting thread below
+                failure.append(exc)
+
+        self._thread = threading.Thread(target=serve, name="console-server", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self.server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
+            if failure or not self._thread.is_alive():
+                why = f"{type(failure[0]).__name__}: {failure[0]}" if failure else "its thread ended"
+                raise RuntimeError(f"the console server on port {self.port} stopped while starting ({why})")
+            if time.monotonic() > deadline:
                 raise RuntimeError(f"the console server did not start within {timeout} s")
             time.sleep(0.02)
         return self
