@@ -32,7 +32,6 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from robot_learn.cli.frame_features import prepare_frame_features
 from robot_learn.envs import TASK_NAMES
 from robot_learn.envs.base_env import OBJECT_SLOTS, OBJECTS_DIM
 from robot_learn.policies import make_policy
@@ -42,6 +41,7 @@ from robot_learn.policies.discrete_diffusion import (
     discrete_diffusion_image_config,
     discrete_diffusion_state_config,
 )
+from robot_learn.training.frame_features import prepare_frame_features
 
 INSTRUCTION = "put the red cube on the blue cube"
 FORWARD_TASKS = ("stack", "peg_insert", "bin_place")

@@ -17,10 +17,10 @@ from typing import Any, Sequence
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from robot_learn.cli.frame_features import prepare_frame_features
 from robot_learn.cli.errors import CLIError
 from robot_learn.cli.hydra_app import run_hydra_app
 from robot_learn.cli.settings import device_setting, eval_settings, setting
+from robot_learn.training.frame_features import prepare_frame_features
 
 
 def policy_name_for_config(config: Any) -> str:
@@ -171,7 +171,10 @@ def train_app(cfg: DictConfig) -> int:
     # Pixel presets: a pretrained frame encoder, and its features cached in the store;
     # rank 0 pretrains and caches, the other ranks then load both.
     def frame_features() -> tuple[Any, Any, dict]:
-        return prepare_frame_features(policy_config, demos, task, cfg.data.path, device=str(cfg.train.device))
+        try:  # a store without the cameras, another resolution, an unloadable encoder: one line
+            return prepare_frame_features(policy_config, demos, task, cfg.data.path, device=str(cfg.train.device))
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
 
     if group.is_main:
         prepared = frame_features()

@@ -1,4 +1,4 @@
-"""Pixel presets in ``robot-learn train``: pretrain (or reuse) the frame encoder, then
+"""Pixel presets in ``robot-learn train`` (and the benchmarks that train them): pretrain (or reuse) the frame encoder, then
 cache its features for the demo store, so the policy trains at state-policy speed.
 
 1. The encoder is keyed by its settings and the tasks it was pretrained on, and kept
@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from robot_learn.cli.hydra_app import CLIError
 
 
 def prepare_frame_features(policy_config: Any, view: Any, task: str, data_path: str,
@@ -51,7 +50,7 @@ def true_poses(view: Any, data_path: str) -> np.ndarray:
     from robot_learn.envs.base_env import object_pose_labels
 
     if "env_state" not in view.store.schema:
-        raise CLIError(f"demo store {data_path} has no 'env_state'; frame_encoder.output=poses trains on the true "
+        raise ValueError(f"demo store {data_path} has no 'env_state'; frame_encoder.output=poses trains on the true "
                        "object poses of simulated demos. Use output=latent for stores without them")
     return object_pose_labels(view.store.read("env_state"))
 
@@ -76,10 +75,10 @@ def check_store_has_cameras(view: Any, policy_config: Any, path: str) -> None:
     for camera in settings.get("cameras", ["front", "wrist"]):
         key = f"images/{camera}"
         if key not in schema:
-            raise CLIError(f"demo store {path} has no '{key}' (keys: {', '.join(schema)}); this pixel preset needs "
+            raise ValueError(f"demo store {path} has no '{key}' (keys: {', '.join(schema)}); this pixel preset needs "
                            f"camera '{camera}'. Set data.path to a new store to collect demos with images")
         if tuple(schema[key]["shape"]) != (size, size, 3):
-            raise CLIError(f"demo store {path}: '{key}' frames are {tuple(schema[key]['shape'])}, but the frame "
+            raise ValueError(f"demo store {path}: '{key}' frames are {tuple(schema[key]['shape'])}, but the frame "
                            f"encoder reads ({size}, {size}, 3); set policy.frame_encoder.image_size or collect "
                            f"a new store")
 
@@ -98,7 +97,7 @@ def ensure_frame_encoder(policy_config: Any, task: str, root: Path, device: Any 
         try:
             encoder = FrameEncoder.load(directory)
         except ValueError as exc:
-            raise CLIError(f"{exc}; delete {directory} to pretrain it again") from None
+            raise ValueError(f"{exc}; delete {directory} to pretrain it again") from None
         encoder.config.output = output
         print(f"      using the frame encoder in {directory} ({encoder.identity()})")
         return encoder
