@@ -54,7 +54,8 @@ def ensure_demos(cfg: DictConfig, task: str, path: str | Path | None = None, to_
     from robot_learn.cli.inspect_store import open_store
 
     path = Path(path or cfg.data.path)
-    if not path.exists():
+    collected = not path.exists()
+    if collected:
         print(f"[1/4] no demo store at {path}: collecting {cfg.data.episodes} expert episodes of {task}")
         wanted = [k for k in OPTIONAL_OBS_KEYS if k in dict(cfg.policy.get("state_dims") or {})]
         summary = collect_demos(task, int(cfg.data.episodes), path, noise=float(cfg.data.noise),
@@ -68,6 +69,10 @@ def ensure_demos(cfg: DictConfig, task: str, path: str | Path | None = None, to_
     demos = store.view(task=task, success=True)
     if demos.num_episodes == 0:
         raise CLIError(f"demo store {path} has no successful '{task}' episodes")
+    if not collected and demos.num_episodes < int(cfg.data.episodes):
+        print(f"      note: the store holds {demos.num_episodes} successful '{task}' episodes, fewer than "
+              f"data.episodes={int(cfg.data.episodes)}, which only applies when the store is collected; "
+              f"give a new data.path to collect {int(cfg.data.episodes)}")
     return demos
 
 

@@ -71,13 +71,15 @@ def test_train_evaluates_periodically_when_asked(trained):
 
 
 def test_train_reuses_the_demo_store_on_a_second_run(trained, run_cli):
+    """A store is reused as it is; asking for more episodes than it holds says so."""
     tmp, _ = trained
-    out = run_cli("train", "task=stack", "train=fast", "data.episodes=2", "data.cameras=[]", "eval.episodes=1",
+    out = run_cli("train", "task=stack", "train=fast", "data.episodes=3", "data.cameras=[]", "eval.episodes=1",
                   "eval.workers=1", "eval.videos=0", "eval.max_steps=3", "run_dir=run2",
                   *TINY_POLICY, cwd=tmp, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "using demo store data/stack_demos.zarr" in out.stdout
     assert "collecting" not in out.stdout
+    assert "fewer than data.episodes=3" in out.stdout and "give a new data.path" in out.stdout
 
 
 def test_train_image_policy_on_a_state_only_store_explains_the_fix(trained, run_cli):
