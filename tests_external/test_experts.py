@@ -44,11 +44,42 @@ def test_metaworld_expert_noise_perturbs_its_actions_within_bounds():
     assert max(diffs) > 0.1
 
 
-def test_pusht_expert_solves_an_easy_seed_and_improves_coverage_on_others():
-    """Our PushT pusher succeeds on about 40% of seeds (benchmarks/bench_external.py);
-    seed 3 is one of them, and on every seed it ends closer to the goal than it starts."""
-    ok, steps, progress = run_expert("pusht", 3)
-    assert ok and steps < 300 and progress[-1] == 1.0
-    for seed in (1, 4):
-        _, _, progress = run_expert("pusht", seed)
-        assert max(progress) > progress[0] + 0.2
+PUSHT_TEST_SEEDS = (3, 11, 17, 23, 42)  # benchmarks/bench_pusht_expert.py measures seeds from 2,000,000
+
+
+def test_pusht_expert_succeeds_on_fixed_seeds():
+    """Our PushT pusher succeeds on about 9 in 10 seeds (benchmarks/bench_pusht_expert.py);
+    these five all start far from the goal and must end above 95% coverage inside the 300 steps."""
+    for seed in PUSHT_TEST_SEEDS:
+        ok, steps, progress = run_expert("pusht", seed)
+        assert progress[0] < 0.8, (seed, progress[0])
+        assert ok and steps < 300 and progress[-1] == 1.0, (seed, steps, progress[-1])
+
+
+def test_pusht_expert_with_noise_still_succeeds_and_differs():
+    """Demos collected with target noise must stay mostly successful."""
+    results = [run_expert("pusht", seed, noise=0.3) for seed in (5, 6, 7)]
+    assert all(ok for ok, _, _ in results), [(ok, n) for ok, n, _ in results]
+    clean = run_expert("pusht", 5)
+    assert clean[1] != results[0][1] or clean[2] != results[0][2]
+
+
+def test_pusht_lookahead_arena_replays_the_real_push():
+    """The expert's scratch arena, set to the env's state, predicts the block pose the env reaches."""
+    from robot_learn.envs.external.pusht_lookahead import ScratchArena
+
+    env = make_env("pusht", cameras=())
+    obs, _ = env.reset(seed=8)
+    agent = np.asarray(obs["state"], float)
+    bx, by, c, s = np.asarray(obs["env_state"], float)
+    start = np.array([bx, by, np.arctan2(s, c)])
+    targets = np.linspace(agent, start[:2], 12)[1:]  # drive the agent into the T
+    for t in targets:
+        obs, *_ = env.step(t)
+    real = env.unwrapped.pusht.block
+    arena = ScratchArena()
+    arena.set_state(agent, start)
+    predicted = arena.ramp(targets)[-1]
+    env.close()
+    assert abs(real.angle - start[2]) + np.linalg.norm(np.asarray(real.position) - start[:2]) > 5.0  # it was pushed
+    assert np.abs(predicted - [*real.position, real.angle]).max() < 0.5, (predicted, real.position, real.angle)

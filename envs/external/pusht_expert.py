@@ -1,14 +1,14 @@
 """A scripted PushT expert (gym-pusht ships none): greedy pushes planned by lookahead.
 
 Each primitive pushes the T at one point of its outline, straight along the
-inward normal, for a chosen depth. Before each primitive the expert tries every
-candidate (contact point x depth) in a scratch copy of the simulator, starting
-from the current block pose, and keeps the one that brings the T's outline
-corners closest to the goal's. It then travels to the approach point (around the
-T when the straight line would hit it), pushes, and backs off.
-
-The pymunk arena is quasi-static (velocities die at once when contact ends), so
-a lookahead from the pose alone predicts the real push closely.
+inward normal. Before each primitive the expert plays one steady push per
+candidate contact point in a scratch copy of the physics (``pusht_lookahead``)
+and scores every stopping depth of it by how close it brings the T's corners to
+the goal's (plus the travel it costs); a push that reaches gym-pusht's success
+coverage on the way wins outright, since the episode ends there. It then
+travels to the approach point (around the T when the straight line would hit
+it), pushes, holds while the agent catches up with its target, and backs off.
+Pushes get shorter and slower as the T nears the goal (fine alignment).
 """
 
 from __future__ import annotations
@@ -17,54 +17,29 @@ import math
 
 import numpy as np
 
-from .pusht import GOAL_POSE
-from .registry import require
+from .pusht_lookahead import Coverage, ScratchArena, contacts, outline_world, pose_error, rot
 
-# The T in the block's frame (gym-pusht's add_tee, scale 30), counter-clockwise.
-T_OUTLINE = np.array([(-60, 0), (60, 0), (60, 30), (15, 30), (15, 120), (-15, 120), (-15, 30), (-60, 30)], float)
 AGENT_RADIUS = 15.0
 GAP = 4.0  # approach point: this far outside contact
-PUSH_STEP = 8.0  # target advance per step while pushing (px)
-DEPTHS = (2.0, 6.0, 15.0, 30.0, 60.0)  # push depths beyond contact (px)
-HOLD_STEPS = 3  # steps the final push target is held (the agent lags its target)
+LAG = 2  # control steps the agent trails a moving target; a push stopped at step k ends near step k + LAG
+HOLD_STEPS = 2  # steps the last push target is held before backing off
 TRAVEL_COST = 0.05  # px of corner error one px of travel is worth
-CONTACT_SPACING = 20.0  # px between candidate contact points along the outline
+STEP_COST = 0.3  # px of corner error one push step is worth
+CONTACT_SPACING = 15.0  # px between candidate contact points along the outline
 SAFE_RADIUS = 100.0  # travel around the T on this circle about its centre
 ARENA = (20.0, 492.0)
 NEAR, FAR = 3.0, 15.0  # reach tolerances: approach point, intermediate waypoints
 WAIT_LIMIT = 12  # steps to wait at a waypoint
 NOISE_PX = 10.0  # target noise std (px) per unit of ``noise``
+VERIFY = 6  # best rough candidates replayed exactly
+CHECK_COVERAGE = 12.0  # corner error (px) below which a simulated pose is checked for success
 
 
-def _rot(angle: float) -> np.ndarray:
-    c, s = math.cos(angle), math.sin(angle)
-    return np.array([[c, -s], [s, c]])
-
-
-def outline_world(pose: np.ndarray) -> np.ndarray:
-    """The T's 8 outline corners in the arena for block pose (x, y, angle)."""
-    return pose[:2] + T_OUTLINE @ _rot(pose[2]).T
-
-
-GOAL_CORNERS = outline_world(np.array(GOAL_POSE))
-
-
-def pose_error(pose: np.ndarray) -> float:
-    """Mean distance (px) from the T's corners to the goal's."""
-    return float(np.linalg.norm(outline_world(pose) - GOAL_CORNERS, axis=1).mean())
-
-
-def _contacts() -> list[tuple[np.ndarray, np.ndarray]]:
-    """Candidate (point, outward normal) pairs along the outline, in the block frame."""
-    out = []
-    for a, b in zip(T_OUTLINE, np.roll(T_OUTLINE, -1, axis=0)):
-        d = b - a
-        length = float(np.linalg.norm(d))
-        normal = np.array([d[1], -d[0]]) / length
-        n = max(1, int(length // CONTACT_SPACING))
-        for k in range(n):
-            out.append((a + d * (k + 0.5) / n, normal))
-    return out
+def push_profile(error: float) -> tuple[float, int]:
+    """(px per step, steps) of the lookahead push for a T ``error`` px from the goal: short and slow near it."""
+    step = float(np.clip(error / 4.0, 2.0, 8.0))
+    depth = float(np.clip(error * 2.5, 12.0, 80.0))
+    return step, int(math.ceil((GAP + depth) / step))
 
 
 class PushTExpert:
@@ -77,13 +52,12 @@ class PushTExpert:
     def __init__(self, noise: float = 0.0, seed: int | None = None):
         if noise < 0 or not math.isfinite(noise):
             raise ValueError(f"noise must be a finite number >= 0, got {noise}")
-        pusht = require("gym_pusht.envs.pusht", "gym-pusht", "pusht")
-        self.shapely = require("shapely", "gym-pusht", "pusht")
-        self.sim = pusht.PushTEnv(obs_type="state")  # scratch arena for the lookahead
-        self.sim.reset(seed=0)
+        self.arena = ScratchArena()
+        self.coverage = Coverage()
+        self.shapely = self.coverage.shapely
         self.noise = float(noise)
         self.rng = np.random.default_rng(seed)
-        self.contacts = _contacts()
+        self.contacts = contacts(CONTACT_SPACING)
         self.queue: list[tuple[str, np.ndarray]] = []
         self.phase = 0
         self._waited = 0
@@ -121,10 +95,12 @@ class PushTExpert:
     def _plan(self, agent: np.ndarray, block: np.ndarray) -> list[tuple[str, np.ndarray]]:
         poly = self.shapely.Polygon(outline_world(block))
         now = pose_error(block)
-        best, best_cost = None, (True, math.inf)
-        rot = _rot(block[2])
+        step, n_steps = push_profile(now)
+        ramp = np.arange(1, n_steps + LAG + 1)[:, None] * step
+        candidates = []  # (rough error, travel + step cost, travel, approach, push targets, ends the episode)
+        r = rot(block[2])
         for point, normal in self.contacts:
-            c, n = block[:2] + rot @ point, rot @ normal
+            c, n = block[:2] + r @ point, r @ normal
             approach = c + n * (AGENT_RADIUS + GAP)
             if not (ARENA[0] <= approach.min() and approach.max() <= ARENA[1]):
                 continue
@@ -132,28 +108,32 @@ class PushTExpert:
                 continue  # would touch another part of the T (concave corners)
             travel = self._travel(agent, approach, poly)
             length = sum(np.linalg.norm(b - a) for a, b in zip([agent, *travel], [*travel, approach]))
-            for depth in DEPTHS:
-                pushes = [approach - n * min(k * PUSH_STEP, GAP + depth)
-                          for k in range(1, int(math.ceil((GAP + depth) / PUSH_STEP)) + 1)]
-                pushes += [pushes[-1]] * HOLD_STEPS + [approach]  # hold, then back off
-                err = self._simulate(approach, block, pushes)
-                # Improving pushes first; among them, error plus the travel they cost.
-                cost = (err >= now, err + TRAVEL_COST * length if err < now else err)
-                if cost < best_cost:
-                    best, best_cost = (travel, approach, pushes), cost
-        if best is None:  # nothing reachable: step back towards the centre
+            targets = approach - ramp * n
+            self.arena.set_state(approach, block)
+            poses = self.arena.ramp(targets)
+            for k in range(1, n_steps + 1):
+                pose, extra = poses[k - 1], TRAVEL_COST * length + STEP_COST * k
+                if pose_error(pose) < CHECK_COVERAGE and self.coverage.success(pose):
+                    # the episode ends mid-push
+                    candidates.append((-1000.0, extra, travel, approach, targets[:k], True))
+                    break
+                err = pose_error(poses[k - 1 + LAG])  # a push stopped at step k ends about LAG steps later
+                if err < now:
+                    candidates.append((err, extra, travel, approach, targets[:k], False))
+        best, best_cost = None, math.inf
+        for err, extra, travel, approach, pushes, ends in sorted(candidates, key=lambda c: c[0] + c[1])[:VERIFY]:
+            if ends:
+                best = (travel, approach, [*pushes, *[pushes[-1]] * (LAG + 1)])
+                break
+            plan = [*pushes, *[pushes[-1]] * HOLD_STEPS, approach]  # push, hold, back off
+            self.arena.set_state(approach, block)
+            err = pose_error(self.arena.ramp(np.array(plan))[-1])  # replayed exactly
+            if err < now and err + extra < best_cost:
+                best, best_cost = (travel, approach, plan), err + extra
+        if best is None:  # nothing improves: step back towards the centre
             return [("push", np.full(2, 256.0))]
         travel, approach, pushes = best
         return [*[("travel", p) for p in travel], ("approach", approach), *[("push", p) for p in pushes]]
-
-    def _simulate(self, approach: np.ndarray, block: np.ndarray, targets: list[np.ndarray]) -> float:
-        """Corner error after running ``targets`` from the approach point in the scratch arena."""
-        sim = self.sim
-        sim._set_state(np.array([*approach, *block]))
-        sim.agent.velocity = (0.0, 0.0)
-        for t in targets:
-            sim.step(t)
-        return pose_error(np.array([*sim.block.position, sim.block.angle]))
 
     def _travel(self, agent: np.ndarray, approach: np.ndarray, poly) -> list[np.ndarray]:
         """Waypoints before the approach point: none if the way is clear, else around the T."""
