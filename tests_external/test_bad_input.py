@@ -34,11 +34,11 @@ def test_unknown_aloha_and_suite_names_list_the_valid_ones():
         make_env("push-t")
 
 
-def test_unknown_camera_and_expert_less_task_say_what_is_valid():
+def test_unknown_camera_and_bad_expert_noise_say_what_is_valid():
     with pytest.raises(ValueError, match="unknown camera 'wrist' for task 'pusht'; valid cameras: front"):
         make_env("pusht", cameras=("wrist",))
-    with pytest.raises(ValueError, match="has no scripted expert"):
-        make_expert("aloha/insertion")
+    with pytest.raises(ValueError, match="^noise must be a finite number >= 0, got -1"):
+        make_expert("aloha/insertion", noise=-1)
     with pytest.raises(ValueError, match="action_mode"):
         make_env("pusht", action_mode="joint")
 

@@ -5,9 +5,11 @@
 - actions (14): absolute joint targets in gym-aloha's order.
 - ``progress``: the task's staged reward / 4 (4 = success).
 
-The one camera is ``top``. gym-aloha renders three 480x640 views inside every
-step whatever is asked for, so these envs are slow; ``top`` is rendered again
-at ``image_size``. gym-aloha ships no scripted policy, so there is no expert.
+The one camera is ``top``, rendered at ``image_size`` when asked for. ``step``
+runs gym-aloha's task and physics without its observation, which would render
+three 480x640 views every step (about 1 s a step on a shared CPU); ``reset``
+still goes through gym-aloha (one such render per episode). The scripted
+experts are ours (aloha_expert.py; success rates in docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -45,8 +47,14 @@ class AlohaEnv(ExternalEnv):
         return False, 0.0
 
     def _step(self, action: np.ndarray) -> tuple[float, bool, float]:
-        _, reward, _, _, _ = self.aloha.step(action)
-        return float(reward), reward >= MAX_REWARD, float(reward) / MAX_REWARD
+        # dm_control's Environment.step less its observation: gym-aloha's task renders
+        # three 480x640 cameras there (about 1 s a step on a shared CPU), which we never read.
+        env = self.aloha._env
+        self._task.before_step(action, self._physics)
+        self._physics.step(env._n_sub_steps)
+        self._task.after_step(self._physics)
+        reward = float(self._task.get_reward(self._physics))
+        return reward, reward >= MAX_REWARD, reward / MAX_REWARD
 
     def _state(self) -> tuple[np.ndarray, np.ndarray]:
         return self._task.get_qpos(self._physics), self._task.get_env_state(self._physics)

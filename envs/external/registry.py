@@ -109,10 +109,8 @@ def make_external_env(name: str, cameras: tuple[str, ...] = (), image_size: int 
 
 
 def make_external_expert(name: str, noise: float = 0.0, seed: int | None = None) -> Any:
-    """Scripted expert of external task ``name``: Meta-World's own policies, our PushT pusher.
-
-    ValueError for ALOHA (gym-aloha ships no scripted policy).
-    """
+    """Scripted expert of external task ``name``: Meta-World's own policies, our PushT
+    pusher, our ALOHA planner (aloha_expert.py)."""
     check_external_task(name)
     suite, _, task = name.partition("/")
     if name == "pusht":
@@ -121,5 +119,5 @@ def make_external_expert(name: str, noise: float = 0.0, seed: int | None = None)
     if suite == "metaworld":
         from .metaworld_tasks import MetaWorldExpert
         return MetaWorldExpert(task, noise=noise, seed=seed)
-    raise ValueError(f"task {name!r} has no scripted expert (gym-aloha ships none); "
-                     f"experts exist for pusht and metaworld/<task>")
+    from .aloha_expert import AlohaExpert
+    return AlohaExpert(ALOHA_TASKS[task], noise=noise, seed=seed)

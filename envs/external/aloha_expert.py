@@ -1,0 +1,213 @@
+"""Scripted experts for gym-aloha's transfer-cube and insertion (gym-aloha ships none).
+
+The plan is made in end-effector space and replayed in joint space:
+
+1. ``reset(env)`` copies the object poses of the adapter's freshly reset episode
+   into gym-aloha's mocap model (``bimanual_viperx_end_effector_<task>.xml``,
+   whose grippers are welded to two mocap bodies), loaded with plain MuJoCo so
+   nothing is rendered while planning.
+2. A waypoint script drives the mocap bodies (fingertip positions and gripper
+   orientations, linearly interpolated) and the grippers, re-reading the object
+   poses between segments where a grasp decides what comes next.
+3. The arms' joint angles after every control step (50 Hz) become the 14-dim
+   absolute joint actions; ``act`` hands them out one per step, then holds the last.
+
+Transfer-cube: the right arm picks the cube from above, turns it horizontal in the
+middle, the left arm takes it from the other side. Insertion: the left arm grasps
+the socket, the right arm the peg; both lift, meet at the middle with their axes
+aligned (corrected from the objects' poses in the planning model) and push the peg
+in until it touches the pin.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .registry import require
+
+DT_STEPS = 10  # physics steps per 50 Hz control step (timestep 0.002)
+TIP = 0.15  # fingertip centre along the gripper link's x axis (the fingers end at 0.154)
+IK_DAMPING = 1e-4
+ORIENT_WEIGHT = 0.3  # metres per radian of orientation error in the IK
+JOINT_NOISE = 0.02  # rad of joint-target noise per unit of ``noise``
+HANDOVER_DEPTH = 0.008  # the left fingertips stop this far short of the cube's centre
+ARMS = ("left", "right")
+
+
+def _quat(axis: tuple[float, float, float], angle: float) -> np.ndarray:
+    half = angle / 2
+    return np.array([math.cos(half), *(math.sin(half) * np.asarray(axis, float))])
+
+
+def _mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    w1, x1, y1, z1 = a
+    w2, x2, y2, z2 = b
+    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+
+
+def _conj(q: np.ndarray) -> np.ndarray:
+    return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return _mul(_mul(q, np.array([0.0, *v])), _conj(q))[1:]
+
+
+def gripper_quat(arm: str, pitch: float, yaw: float = 0.0) -> np.ndarray:
+    """The gripper link's world orientation: pointing at the other arm (``pitch`` 0), down
+    (``pitch`` pi/2); ``yaw`` turns it about the vertical, as seen from the arm's base."""
+    base = 0.0 if arm == "left" else math.pi  # the right arm's base faces -x
+    return _mul(_quat((0, 0, 1), base + yaw), _quat((0, 1, 0), pitch))
+
+
+class JointPlanner:
+    """A private copy of the adapter's gym-aloha physics, driven in fingertip space.
+
+    ``move`` interpolates both arms' fingertip targets (position and gripper
+    orientation) and grippers over some steps; each step solves the arms' inverse
+    kinematics (damped least squares from the last solution), steps the copy as the
+    env would step for that action, and records the action. ``object_pose(body)``
+    reads an object's pose in the copy.
+    """
+
+    def __init__(self, physics, task: str):
+        self.mujoco = require("mujoco", "mujoco", f"aloha/{task}")
+        self.constants = require("gym_aloha.constants", "gym-aloha", f"aloha/{task}")
+        self.model = physics.model.ptr
+        self.data = self.mujoco.MjData(self.model)
+        src = physics.data.ptr
+        for field in ("qpos", "qvel", "act", "ctrl", "qacc_warmstart"):
+            getattr(self.data, field)[:] = getattr(src, field)
+        self.data.time = src.time
+        self.mujoco.mj_forward(self.model, self.data)
+        self.scratch = self.mujoco.MjData(self.model)  # kinematics only, for the IK
+        self.gripper_body = {a: self.model.body(f"vx300s_{a}/gripper_link").id for a in ARMS}
+        self.joints = {"left": np.arange(0, 6), "right": np.arange(8, 14)}  # qpos = dof indices here
+        self.limits = {a: self.model.jnt_range[[self.model.dof_jntid[i] for i in j]] for a, j in self.joints.items()}
+        self.solution = {a: self.data.qpos[j].copy() for a, j in self.joints.items()}
+        c = self.constants
+        start_grip = (c.START_ARM_POSE[6] - c.PUPPET_GRIPPER_POSITION_CLOSE) / (
+            c.PUPPET_GRIPPER_POSITION_OPEN - c.PUPPET_GRIPPER_POSITION_CLOSE)
+        self.target = {a: (*self.tip_pose(a), start_grip) for a in ARMS}
+        self.actions: list[np.ndarray] = []
+
+    def tip_pose(self, arm: str, data=None) -> tuple[np.ndarray, np.ndarray]:
+        """(fingertip centre, gripper quaternion) of ``arm``."""
+        data = self.data if data is None else data
+        b = self.gripper_body[arm]
+        return data.xpos[b] + data.xmat[b].reshape(3, 3)[:, 0] * TIP, data.xquat[b].copy()
+
+    def object_pose(self, body: str) -> tuple[np.ndarray, np.ndarray]:
+        b = self.model.body(body).id
+        return self.data.xpos[b].copy(), self.data.xquat[b].copy()
+
+    def _ik(self, arm: str, tip: np.ndarray, quat: np.ndarray, iters: int = 8) -> np.ndarray:
+        m, d, mj = self.model, self.scratch, self.mujoco
+        cols = self.joints[arm]
+        q = self.solution[arm].copy()
+        jacp, jacr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+        for _ in range(iters):
+            d.qpos[cols] = q
+            mj.mj_kinematics(m, d)
+            mj.mj_comPos(m, d)
+            pos, cur = self.tip_pose(arm, d)
+            err_q = _mul(quat, _conj(cur))
+            err = np.concatenate([tip - pos, 2.0 * np.sign(err_q[0] or 1.0) * err_q[1:]])
+            if np.abs(err).max() < 1e-4:
+                break
+            mj.mj_jac(m, d, jacp, jacr, pos, self.gripper_body[arm])
+            jac = np.vstack([jacp[:, cols], ORIENT_WEIGHT * jacr[:, cols]])
+            err[3:] *= ORIENT_WEIGHT
+            q = q + jac.T @ np.linalg.solve(jac @ jac.T + IK_DAMPING * np.eye(6), err)
+            q = np.clip(q, self.limits[arm][:, 0], self.limits[arm][:, 1])
+        self.solution[arm] = q
+        return q
+
+    def move(self, steps: int, **targets: tuple[np.ndarray | None, np.ndarray | None, float | None]) -> None:
+        """Go to ``left=(tip, quat, gripper)`` / ``right=...`` (None keeps that part) in ``steps``."""
+        start = dict(self.target)
+        goal = {}
+        for arm in ARMS:
+            new = targets.get(arm, (None, None, None))
+            goal[arm] = tuple(o if n is None else np.asarray(n, float) for o, n in zip(start[arm], new))
+        for k in range(1, steps + 1):
+            f = k / steps
+            action = []
+            for arm in ARMS:
+                (p0, q0, g0), (p1, q1, g1) = start[arm], goal[arm]
+                q1 = q1 if np.dot(q0, q1) >= 0 else -q1
+                quat = (1 - f) * q0 + f * q1
+                action += [*self._ik(arm, (1 - f) * p0 + f * p1, quat / np.linalg.norm(quat)),
+                           float((1 - f) * g0 + f * g1)]
+            self._step(np.array(action, np.float32))
+        self.target = goal
+
+    def hold(self, steps: int) -> None:
+        self.move(steps)
+
+    def _step(self, action: np.ndarray) -> None:
+        """What gym-aloha's joint task does with ``action``: grippers mirrored onto both fingers."""
+        grip = [self.constants.unnormalize_puppet_gripper_position(g) for g in (action[6], action[13])]
+        self.data.ctrl[:] = [*action[:6], grip[0], -grip[0], *action[7:13], grip[1], -grip[1]]
+        for _ in range(DT_STEPS):
+            self.mujoco.mj_step(self.model, self.data)
+        self.actions.append(action)
+
+
+def plan_transfer_cube(p: JointPlanner) -> None:
+    """Right arm: pick the cube from above, carry it to the middle, turn it horizontal;
+    left arm: close on the cube's free half from the other side."""
+    down_r, flat_r = gripper_quat("right", math.pi / 2), gripper_quat("right", 0.0)
+    flat_l = gripper_quat("left", 0.0)
+    cube, _ = p.object_pose("box")
+    cube[2] = 0.02  # resting on the table
+    meet = np.array([0.0, 0.5, 0.22])
+    p.move(45, right=(cube + [0, 0, 0.10], down_r, 1.0), left=(meet - [0.18, 0, 0], flat_l, 1.0))
+    p.move(25, right=(cube + [0, 0, 0.0], None, None))
+    p.move(12, right=(None, None, 0.0))
+    p.move(45, right=(meet + [0.0, 0, 0], flat_r, None))
+    p.hold(10)
+    cube, _ = p.object_pose("box")  # held about 2 cm beyond the right fingertips
+    p.move(25, left=(cube - [HANDOVER_DEPTH, 0, 0], None, None))
+    p.move(12, left=(None, None, 0.0))
+    p.move(10, right=(None, None, 1.0))
+    p.move(20, right=(meet + [0.12, 0, 0.05], None, None))
+
+
+PLANS = {"transfer_cube": plan_transfer_cube}
+
+
+class AlohaExpert:
+    """Scripted expert of gym-aloha's ``insertion`` or ``transfer_cube``: ``reset(env)``
+    plans the episode from the env's object poses, ``act(obs, env)`` replays it.
+
+    ``noise`` adds Gaussian noise (``noise * 0.02`` rad std) to the arm joint targets.
+    ``phase``: the index of the current action in the plan.
+    """
+
+    def __init__(self, task: str, noise: float = 0.0, seed: int | None = None):
+        if noise < 0 or not math.isfinite(noise):
+            raise ValueError(f"noise must be a finite number >= 0, got {noise}")
+        self.task = task
+        self.noise = float(noise)
+        self.rng = np.random.default_rng(seed)
+        self.actions = np.zeros((0, 14), np.float32)
+        self.phase = 0
+
+    def reset(self, env) -> None:
+        """Plan the episode in the mocap model from the objects' poses in ``env`` now."""
+        planner = JointPlanner(env.unwrapped._physics, self.task)
+        PLANS[self.task](planner)
+        self.actions = np.stack(planner.actions)
+        self.phase = 0
+
+    def act(self, obs, env) -> np.ndarray:
+        action = self.actions[min(self.phase, len(self.actions) - 1)].copy()
+        self.phase += 1
+        if self.noise:
+            arm = np.r_[0:6, 7:13]
+            action[arm] += self.rng.normal(0.0, self.noise * JOINT_NOISE, arm.size).astype(np.float32)
+        return action
