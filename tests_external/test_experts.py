@@ -86,7 +86,7 @@ def test_pusht_lookahead_arena_replays_the_real_push():
     assert np.abs(predicted - [*real.position, real.angle]).max() < 0.5, (predicted, real.position, real.angle)
 
 
-@pytest.mark.parametrize("task", ["transfer-cube"])
+@pytest.mark.parametrize("task", ["transfer-cube", "insertion"])
 def test_aloha_expert_succeeds_on_fixed_seeds(task):
     """The plan is made in a copy of the env's physics; replayed in the env it must reach
     reward 4 within the default 300 steps, passing through the staged rewards."""

@@ -33,6 +33,8 @@ IK_DAMPING = 1e-4
 ORIENT_WEIGHT = 0.3  # metres per radian of orientation error in the IK
 JOINT_NOISE = 0.02  # rad of joint-target noise per unit of ``noise``
 HANDOVER_DEPTH = 0.008  # the left fingertips stop this far short of the cube's centre
+GRASP_OFFSET = 0.03  # insertion: grasp peg and socket this far from their centres, away from each other
+PEG_HALF_LENGTH, SOCKET_HALF_LENGTH, PIN_HALF_LENGTH = 0.06, 0.06, 0.04  # along x (the model's geoms)
 ARMS = ("left", "right")
 
 
@@ -177,7 +179,35 @@ def plan_transfer_cube(p: JointPlanner) -> None:
     p.move(20, right=(meet + [0.12, 0, 0.05], None, None))
 
 
-PLANS = {"transfer_cube": plan_transfer_cube}
+def plan_insertion(p: JointPlanner) -> None:
+    """Left arm: grasp the socket's far half from above; right arm: the peg's far half.
+    Both lift and meet with the peg 2 cm short of the socket's mouth, correct twice from
+    the objects' poses, then push the peg in until it touches the pin."""
+    down_l, down_r = gripper_quat("left", math.pi / 2), gripper_quat("right", math.pi / 2)
+    peg, _ = p.object_pose("peg")
+    socket, _ = p.object_pose("socket")
+    peg_grasp = np.array([peg[0] + GRASP_OFFSET, peg[1], 0.01])  # peg and socket resting on the table
+    socket_grasp = np.array([socket[0] - GRASP_OFFSET, socket[1], 0.017])
+    p.move(45, left=(socket_grasp + [0, 0, 0.10], down_l, 1.0), right=(peg_grasp + [0, 0, 0.10], down_r, 1.0))
+    p.move(25, left=(socket_grasp, None, None), right=(peg_grasp, None, None))
+    p.move(12, left=(None, None, 0.0), right=(None, None, 0.0))
+    p.move(30, left=(socket_grasp + [0, 0, 0.12], None, None), right=(peg_grasp + [0, 0, 0.12], None, None))
+    socket_goal = np.array([-0.05, 0.5, 0.2])
+    mouth = SOCKET_HALF_LENGTH + PEG_HALF_LENGTH + 0.02  # peg centre 2 cm short of the socket's mouth
+    grasp_l, grasp_r = p.target["left"][0], p.target["right"][0]
+    p.move(45, left=(socket_goal + grasp_l - p.object_pose("socket")[0], None, None),
+           right=(socket_goal + [mouth, 0, 0] + grasp_r - p.object_pose("peg")[0], None, None))
+    for steps in (20, 15):  # the objects sit in the grippers where the grasps left them: correct
+        p.hold(10)
+        socket, peg = p.object_pose("socket")[0], p.object_pose("peg")[0]
+        p.move(steps, left=(p.target["left"][0] + socket_goal - socket, None, None),
+               right=(p.target["right"][0] + socket_goal + [mouth, 0, 0] - peg, None, None))
+    touch = PIN_HALF_LENGTH + PEG_HALF_LENGTH - 0.01  # 1 cm past touching the pin
+    p.move(35, right=(p.target["right"][0] - [mouth - touch, 0, 0], None, None))
+    p.hold(20)
+
+
+PLANS = {"transfer_cube": plan_transfer_cube, "insertion": plan_insertion}
 
 
 class AlohaExpert:
