@@ -31,7 +31,9 @@ ARENA = (20.0, 492.0)
 NEAR, FAR = 3.0, 15.0  # reach tolerances: approach point, intermediate waypoints
 WAIT_LIMIT = 12  # steps to wait at a waypoint
 NOISE_PX = 10.0  # target noise std (px) per unit of ``noise``
-VERIFY = 6  # best rough candidates replayed exactly
+VERIFY = 6  # improving candidates (replayed exactly) to choose from
+TRY = 40  # most candidates replayed, best rough cost first
+MIN_GAIN = 0.05  # px of corner error a push must win to count as improving
 CHECK_COVERAGE = 12.0  # corner error (px) below which a simulated pose is checked for success
 
 
@@ -97,6 +99,7 @@ class PushTExpert:
         now = pose_error(block)
         step, n_steps = push_profile(now)
         ramp = np.arange(1, n_steps + LAG + 1)[:, None] * step
+        first = int(math.ceil((GAP + 1.0) / step))  # shorter pushes stop before touching the T
         candidates = []  # (rough error, travel + step cost, travel, approach, push targets, ends the episode)
         r = rot(block[2])
         for point, normal in self.contacts:
@@ -111,7 +114,7 @@ class PushTExpert:
             targets = approach - ramp * n
             self.arena.set_state(approach, block)
             poses = self.arena.ramp(targets)
-            for k in range(1, n_steps + 1):
+            for k in range(first, n_steps + 1):
                 pose, extra = poses[k - 1], TRAVEL_COST * length + STEP_COST * k
                 if pose_error(pose) < CHECK_COVERAGE and self.coverage.success(pose):
                     # the episode ends mid-push
@@ -120,17 +123,24 @@ class PushTExpert:
                 err = pose_error(poses[k - 1 + LAG])  # a push stopped at step k ends about LAG steps later
                 if err < now:
                     candidates.append((err, extra, travel, approach, targets[:k], False))
-        best, best_cost = None, math.inf
-        for err, extra, travel, approach, pushes, ends in sorted(candidates, key=lambda c: c[0] + c[1])[:VERIFY]:
+        best, best_cost, fallback, found = None, math.inf, None, 0
+        for err, extra, travel, approach, pushes, ends in sorted(candidates, key=lambda c: c[0] + c[1])[:TRY]:
             if ends:
                 best = (travel, approach, [*pushes, *[pushes[-1]] * (LAG + 1)])
                 break
             plan = [*pushes, *[pushes[-1]] * HOLD_STEPS, approach]  # push, hold, back off
             self.arena.set_state(approach, block)
             err = pose_error(self.arena.ramp(np.array(plan))[-1])  # replayed exactly
-            if err < now and err + extra < best_cost:
-                best, best_cost = (travel, approach, plan), err + extra
-        if best is None:  # nothing improves: step back towards the centre
+            if abs(err - now) > MIN_GAIN and (fallback is None or err < fallback[0]):  # it moves the T
+                fallback = (err, (travel, approach, plan))
+            if err < now - MIN_GAIN:
+                found += 1
+                if err + extra < best_cost:
+                    best, best_cost = (travel, approach, plan), err + extra
+                if found == VERIFY:
+                    break
+        best = best or (fallback and fallback[1])  # nothing improves: the least harmful push moves things on
+        if best is None:  # no candidate at all: step back towards the centre
             return [("push", np.full(2, 256.0))]
         travel, approach, pushes = best
         return [*[("travel", p) for p in travel], ("approach", approach), *[("push", p) for p in pushes]]
