@@ -89,11 +89,11 @@ def test_pusht_lookahead_arena_replays_the_real_push():
 @pytest.mark.parametrize("task", ["transfer-cube", "insertion"])
 def test_aloha_expert_succeeds_on_fixed_seeds(task):
     """The plan is made in a copy of the env's physics; replayed in the env it must reach
-    reward 4 within the default 300 steps, passing through the staged rewards."""
+    reward 4 within the default 300 steps, passing through stage 2 (lifted / both grasped in the air)."""
     for seed in (0, 7):
         ok, steps, progress = run_expert(f"aloha/{task}", seed)
         assert ok and steps < 300 and progress[-1] == 1.0, (seed, steps, max(progress))
-        assert progress[0] == 0.0 and 0.25 in progress and 0.5 in progress, seed
+        assert progress[0] == 0.0 and 0.5 in progress, seed
 
 
 def test_aloha_expert_noise_perturbs_its_joint_targets():
