@@ -1,9 +1,10 @@
-"""External benchmarks (Meta-World v3, PushT) through our adapters. Run in .venv-bench:
+"""External benchmarks (Meta-World v3, PushT, ALOHA) through our adapters. Run in .venv-bench:
 
     MUJOCO_GL=egl OMP_NUM_THREADS=1 .venv-bench/bin/python benchmarks/bench_external.py
 
-(a) scripted expert success per task (Meta-World's policies; our PushT pusher) on
-    held-out seeds, and the Meta-World render cost with shadows on and off;
+(a) scripted expert success per task (Meta-World's policies; our PushT pusher; our
+    ALOHA planner with ``--aloha transfer-cube insertion``, expert only) on held-out
+    seeds, and the Meta-World render cost with shadows on and off;
 (b) per Meta-World task: collect scripted demos (state only), train our diffusion
     state policy for ``--train-steps`` on CPU, evaluate on held-out seeds;
 (c) the same for PushT (state).
@@ -29,14 +30,14 @@ METAWORLD = ("peg-insert-side", "peg-unplug-side", "pick-place", "door-open", "d
 EVAL_SEED = 1_000_000
 
 
-def expert_success(task: str, episodes: int, max_steps: int) -> dict:
-    """Zero-noise expert on seeds EVAL_SEED.. (not the demo seeds)."""
+def expert_success(task: str, episodes: int, max_steps: int, offset: int = 0) -> dict:
+    """Zero-noise expert on seeds EVAL_SEED + offset.. (not the demo seeds)."""
     from robot_learn.envs import make_env, make_expert
     from robot_learn.evaluation import wilson_interval
 
     env = make_env(task, cameras=(), max_steps=max_steps)
     wins, lengths, t0 = 0, [], time.perf_counter()
-    for i in range(episodes):
+    for i in range(offset, offset + episodes):
         expert = make_expert(task, seed=EVAL_SEED + i)
         obs, _ = env.reset(seed=EVAL_SEED + i)
         expert.reset(env)
@@ -122,6 +123,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tasks", nargs="*", default=list(METAWORLD), help="Meta-World tasks (none: PushT only)")
     p.add_argument("--expert-episodes", type=int, default=50)
+    p.add_argument("--expert-offset", type=int, default=0, help="part (a) starts at seed 1000000 + this "
+                   "(to split a slow task's seeds over several runs)")
     p.add_argument("--demos", type=int, default=50)
     p.add_argument("--train-steps", type=int, default=3000)
     p.add_argument("--batch-size", type=int, default=64)
@@ -130,6 +133,7 @@ def main() -> None:
     p.add_argument("--skip-training", action="store_true", help="only part (a)")
     p.add_argument("--skip-experts", action="store_true", help="skip part (a) and the render timing")
     p.add_argument("--no-pusht", action="store_true")
+    p.add_argument("--aloha", nargs="*", default=[], help="ALOHA tasks for part (a) only (no learned policy)")
     p.add_argument("--quick", action="store_true", help="tiny run that checks everything works")
     p.add_argument("--out", default=None, help="write the results as JSON here")
     args = p.parse_args()
@@ -140,15 +144,17 @@ def main() -> None:
     tasks = [f"metaworld/{t}" for t in args.tasks] + ([] if args.no_pusht else ["pusht"])
     print("config:", json.dumps(vars(args)))
     results: dict = {"config": vars(args), "expert": [], "learned": []}
-    if not args.skip_experts:
+    if not args.skip_experts and args.tasks:
         results["render"] = render_cost()
         print(f"\nMeta-World render, 96 px corner2: shadows+reflections on {results['render']['shadows_on_ms']:.1f} ms, "
               f"off {results['render']['shadows_off_ms']:.1f} ms per frame")
+    if not args.skip_experts:
         print("\n(a) scripted expert success (held-out seeds)")
-    for task in [] if args.skip_experts else tasks:
-        r = expert_success(task, args.expert_episodes, args.max_steps)
+    for task in [] if args.skip_experts else tasks + [f"aloha/{t}" for t in args.aloha]:
+        r = expert_success(task, args.expert_episodes, args.max_steps, args.expert_offset)
         results["expert"].append(r)
-        print(f"  {task:32s} {fmt(r)}  mean length {r['mean_length']:.0f}  ({r['seconds']:.0f} s)", flush=True)
+        print(f"  {task:32s} {fmt(r)}  mean length {r['mean_length']:.0f}  ({r['seconds']:.0f} s, "
+              f"{r['seconds'] / r['episodes']:.1f} s/episode)", flush=True)
     if not args.skip_training:
         print(f"\n(b, c) diffusion state policy: {args.demos} demos, {args.train_steps} steps, "
               f"batch {args.batch_size}, {args.eval_episodes} eval episodes")

@@ -2,15 +2,21 @@
 
 The plan is made in end-effector space and replayed in joint space:
 
-1. ``reset(env)`` copies the object poses of the adapter's freshly reset episode
-   into gym-aloha's mocap model (``bimanual_viperx_end_effector_<task>.xml``,
-   whose grippers are welded to two mocap bodies), loaded with plain MuJoCo so
-   nothing is rendered while planning.
-2. A waypoint script drives the mocap bodies (fingertip positions and gripper
-   orientations, linearly interpolated) and the grippers, re-reading the object
-   poses between segments where a grasp decides what comes next.
-3. The arms' joint angles after every control step (50 Hz) become the 14-dim
-   absolute joint actions; ``act`` hands them out one per step, then holds the last.
+1. ``reset(env)`` copies the adapter's MuJoCo state (every field of its MjData, so
+   the copy steps bit for bit as the env will) into a private MjData, which is
+   stepped with plain MuJoCo: nothing is rendered while planning.
+2. A waypoint script moves both fingertips (positions and gripper orientations,
+   linearly interpolated) and the grippers, re-reading the object poses where a
+   grasp decides what comes next. Each 50 Hz step solves the arms' inverse
+   kinematics and steps the copy with those joint targets, as gym-aloha's joint
+   task would; the targets and grippers are the 14-dim action.
+3. The plan stops at the step the copy succeeds (gym-aloha's reward 4). If it never
+   does, the next variant of the plan (grasp depths, offsets) is tried; the last is
+   kept when none succeeds. ``act`` replays the actions, then holds the last one.
+
+gym-aloha's own end-effector tasks (mocap bodies welded to the grippers) are not
+used: their weld is soft (solimp 0.25) against joint friction of 30-60, and a
+90-degree wrist turn was still 40% short after 3 s.
 
 Transfer-cube: the right arm picks the cube from above, turns it horizontal in the
 middle, the left arm takes it from the other side. Insertion: the left arm grasps
@@ -21,6 +27,7 @@ in until it touches the pin.
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -32,8 +39,12 @@ TIP = 0.15  # fingertip centre along the gripper link's x axis (the fingers end 
 IK_DAMPING = 1e-4
 ORIENT_WEIGHT = 0.3  # metres per radian of orientation error in the IK
 JOINT_NOISE = 0.02  # rad of joint-target noise per unit of ``noise``
-HANDOVER_DEPTH = 0.008  # the left fingertips stop this far short of the cube's centre
-GRASP_OFFSET = 0.03  # insertion: grasp peg and socket this far from their centres, away from each other
+# Plan variants, tried in order until one succeeds in the physics copy (whose replay in the
+# env is exact). Transfer-cube: (right fingertips below the cube's centre at the grasp, left
+# fingertips short of its centre at the handover); insertion: grasp peg and socket this far
+# from their centres, away from each other.
+CUBE_VARIANTS = ((0.0, 0.008), (0.006, 0.008), (0.012, 0.004), (0.0, 0.003), (0.006, 0.012))
+INSERTION_VARIANTS = (0.03, 0.02, 0.035, 0.025)
 PEG_HALF_LENGTH, SOCKET_HALF_LENGTH, PIN_HALF_LENGTH = 0.06, 0.06, 0.04  # along x (the model's geoms)
 ARMS = ("left", "right")
 
@@ -65,6 +76,10 @@ def gripper_quat(arm: str, pitch: float, yaw: float = 0.0) -> np.ndarray:
     return _mul(_quat((0, 0, 1), base + yaw), _quat((0, 1, 0), pitch))
 
 
+class PlanSucceeded(Exception):
+    """Raised by ``JointPlanner`` at the step the task succeeds in its copy: the plan can stop."""
+
+
 class JointPlanner:
     """A private copy of the adapter's gym-aloha physics, driven in fingertip space.
 
@@ -79,13 +94,13 @@ class JointPlanner:
         self.mujoco = require("mujoco", "mujoco", f"aloha/{task}")
         self.constants = require("gym_aloha.constants", "gym-aloha", f"aloha/{task}")
         self.model = physics.model.ptr
-        self.data = self.mujoco.MjData(self.model)
-        src = physics.data.ptr
-        for field in ("qpos", "qvel", "act", "ctrl", "qacc_warmstart"):
-            getattr(self.data, field)[:] = getattr(src, field)
-        self.data.time = src.time
-        self.mujoco.mj_forward(self.model, self.data)
+        # every field, warm starts included: a contact-rich replay drifts from 1e-22 differences
+        self.data = copy.copy(physics.data.ptr)
         self.scratch = self.mujoco.MjData(self.model)  # kinematics only, for the IK
+        required, forbidden = SUCCESS[task]
+        geom = lambda n: self.model.geom(n).id  # noqa: E731
+        self.required = [{geom(a), geom(b)} for a, b in required]
+        self.forbidden = [{geom(a), geom(b)} for a, b in forbidden]
         self.gripper_body = {a: self.model.body(f"vx300s_{a}/gripper_link").id for a in ARMS}
         self.joints = {"left": np.arange(0, 6), "right": np.arange(8, 14)}  # qpos = dof indices here
         self.limits = {a: self.model.jnt_range[[self.model.dof_jntid[i] for i in j]] for a, j in self.joints.items()}
@@ -154,12 +169,16 @@ class JointPlanner:
         """What gym-aloha's joint task does with ``action``: grippers mirrored onto both fingers."""
         grip = [self.constants.unnormalize_puppet_gripper_position(g) for g in (action[6], action[13])]
         self.data.ctrl[:] = [*action[:6], grip[0], -grip[0], *action[7:13], grip[1], -grip[1]]
-        for _ in range(DT_STEPS):
-            self.mujoco.mj_step(self.model, self.data)
+        for _ in range(DT_STEPS):  # as dm_control's (legacy) Physics.step: step2, then step1
+            self.mujoco.mj_step2(self.model, self.data)
+            self.mujoco.mj_step1(self.model, self.data)
         self.actions.append(action)
+        pairs = [{c.geom1, c.geom2} for c in self.data.contact[:self.data.ncon]]
+        if all(r in pairs for r in self.required) and not any(f in pairs for f in self.forbidden):
+            raise PlanSucceeded
 
 
-def plan_transfer_cube(p: JointPlanner) -> None:
+def plan_transfer_cube(p: JointPlanner, variant: tuple[float, float]) -> None:
     """Right arm: pick the cube from above, carry it to the middle, turn it horizontal;
     left arm: close on the cube's free half from the other side."""
     down_r, flat_r = gripper_quat("right", math.pi / 2), gripper_quat("right", 0.0)
@@ -168,26 +187,28 @@ def plan_transfer_cube(p: JointPlanner) -> None:
     cube[2] = 0.02  # resting on the table
     meet = np.array([0.0, 0.5, 0.22])
     p.move(45, right=(cube + [0, 0, 0.10], down_r, 1.0), left=(meet - [0.18, 0, 0], flat_l, 1.0))
-    p.move(25, right=(cube + [0, 0, 0.0], None, None))
+    grasp_depth, handover_depth = variant
+    p.move(25, right=(cube - [0, 0, grasp_depth], None, None))
     p.move(12, right=(None, None, 0.0))
-    p.move(45, right=(meet + [0.0, 0, 0], flat_r, None))
+    p.move(20, right=(cube + [0, 0, 0.08], None, None))  # lift straight up before turning
+    p.move(45, right=(meet, flat_r, None))
     p.hold(10)
     cube, _ = p.object_pose("box")  # held about 2 cm beyond the right fingertips
-    p.move(25, left=(cube - [HANDOVER_DEPTH, 0, 0], None, None))
+    p.move(25, left=(cube - [handover_depth, 0, 0], None, None))
     p.move(12, left=(None, None, 0.0))
     p.move(10, right=(None, None, 1.0))
     p.move(20, right=(meet + [0.12, 0, 0.05], None, None))
 
 
-def plan_insertion(p: JointPlanner) -> None:
+def plan_insertion(p: JointPlanner, grasp_offset: float) -> None:
     """Left arm: grasp the socket's far half from above; right arm: the peg's far half.
     Both lift and meet with the peg 2 cm short of the socket's mouth, correct twice from
     the objects' poses, then push the peg in until it touches the pin."""
     down_l, down_r = gripper_quat("left", math.pi / 2), gripper_quat("right", math.pi / 2)
     peg, _ = p.object_pose("peg")
     socket, _ = p.object_pose("socket")
-    peg_grasp = np.array([peg[0] + GRASP_OFFSET, peg[1], 0.01])  # peg and socket resting on the table
-    socket_grasp = np.array([socket[0] - GRASP_OFFSET, socket[1], 0.017])
+    peg_grasp = np.array([peg[0] + grasp_offset, peg[1], 0.01])  # peg and socket resting on the table
+    socket_grasp = np.array([socket[0] - grasp_offset, socket[1], 0.017])
     p.move(45, left=(socket_grasp + [0, 0, 0.10], down_l, 1.0), right=(peg_grasp + [0, 0, 0.10], down_r, 1.0))
     p.move(25, left=(socket_grasp, None, None), right=(peg_grasp, None, None))
     p.move(12, left=(None, None, 0.0), right=(None, None, 0.0))
@@ -207,7 +228,10 @@ def plan_insertion(p: JointPlanner) -> None:
     p.hold(20)
 
 
-PLANS = {"transfer_cube": plan_transfer_cube, "insertion": plan_insertion}
+PLANS = {"transfer_cube": (plan_transfer_cube, CUBE_VARIANTS), "insertion": (plan_insertion, INSERTION_VARIANTS)}
+# gym-aloha's success (reward 4): contact pairs that must be there, and ones that must not.
+SUCCESS = {"transfer_cube": ((("red_box", "vx300s_left/10_left_gripper_finger"),), (("red_box", "table"),)),
+           "insertion": ((("red_peg", "pin"),), ())}
 
 
 class AlohaExpert:
@@ -225,13 +249,20 @@ class AlohaExpert:
         self.noise = float(noise)
         self.rng = np.random.default_rng(seed)
         self.actions = np.zeros((0, 14), np.float32)
+        self.variant = None  # the plan variant ``reset`` kept
         self.phase = 0
 
     def reset(self, env) -> None:
         """Plan the episode in the mocap model from the objects' poses in ``env`` now."""
-        planner = JointPlanner(env.unwrapped._physics, self.task)
-        PLANS[self.task](planner)
+        plan, variants = PLANS[self.task]
+        for variant in variants:
+            planner = JointPlanner(env.unwrapped._physics, self.task)
+            try:
+                plan(planner, variant)
+            except PlanSucceeded:
+                break
         self.actions = np.stack(planner.actions)
+        self.variant = variant
         self.phase = 0
 
     def act(self, obs, env) -> np.ndarray:
