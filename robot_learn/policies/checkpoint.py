@@ -19,6 +19,7 @@ import yaml
 from safetensors.torch import load_file, save_file
 
 from robot_learn.policies.base import Policy
+from robot_learn.policies.checkpoint_yaml import read_checkpoint_yaml
 from robot_learn.policies.config_checks import check_model_size
 from robot_learn.policies.registry import get_policy_class, policy_names
 
@@ -178,18 +179,17 @@ def _read_document(directory: Path) -> dict[str, Any]:
     if not directory.is_dir():
         raise PolicyLoadError(f"policy checkpoint {directory} is not a directory")
     config_path = directory / CONFIG_FILE
-    if not config_path.is_file():
-        raise PolicyLoadError(f"policy checkpoint {directory} has no {CONFIG_FILE}")
-    try:
-        document = yaml.safe_load(config_path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise PolicyLoadError(f"{config_path} is not valid YAML: {error}") from error
-    if not isinstance(document, dict) or "type" not in document or "config" not in document:
-        raise PolicyLoadError(f"{config_path} must be a mapping with 'type' and 'config'; valid types: {', '.join(policy_names())}")
+    document = read_checkpoint_yaml(config_path, PolicyLoadError, kind="policy", problem=_document_problem)
     version = document.get("format_version", FORMAT_VERSION)
     if version != FORMAT_VERSION:
         raise PolicyLoadError(f"{config_path} has format_version {version}; this code reads version {FORMAT_VERSION}")
     return document
+
+
+def _document_problem(document: Any) -> str | None:
+    if not isinstance(document, dict) or "type" not in document or "config" not in document:
+        return f"must be a mapping with 'type' and 'config'; valid types: {', '.join(policy_names())}"
+    return None
 
 
 def _flatten_shapes(shapes: Mapping[str, Any], prefix: str = "") -> dict[str, tuple[int, ...]]:

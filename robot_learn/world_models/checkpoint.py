@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from safetensors.torch import load_file
 
 from robot_learn.policies.checkpoint import (CONFIG_FILE, WEIGHTS_FILE, config_from_dict, resolve_policy_dir,
                                              save_policy)
+from robot_learn.policies.checkpoint_yaml import read_checkpoint_yaml
 from robot_learn.world_models.configuration_world_model import WorldModelConfig
 from robot_learn.world_models.modeling_world_model import VideoWorldModel
 
@@ -47,15 +47,7 @@ def load_world_model(directory: str | Path, *, task: str | None = None,
     except ValueError as error:
         raise WorldModelLoadError(f"world model {error}") from None
     config_path = directory / CONFIG_FILE
-    if not config_path.is_file():
-        raise WorldModelLoadError(f"world model checkpoint {directory} has no {CONFIG_FILE}")
-    try:
-        document = yaml.safe_load(config_path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise WorldModelLoadError(f"{config_path} is not valid YAML: {error}") from None
-    if not isinstance(document, dict) or document.get("type") != VideoWorldModel.name:
-        kind = document.get("type") if isinstance(document, dict) else None
-        raise WorldModelLoadError(f"{config_path} holds a '{kind}' checkpoint, not a '{VideoWorldModel.name}'")
+    document = read_checkpoint_yaml(config_path, WorldModelLoadError, kind="world model", problem=_document_problem)
     try:
         config = config_from_dict(WorldModelConfig, document.get("config") or {})
     except (TypeError, ValueError) as error:
@@ -71,3 +63,10 @@ def load_world_model(directory: str | Path, *, task: str | None = None,
         raise WorldModelLoadError(f"{directory / WEIGHTS_FILE} is missing, corrupt or does not fit "
                                   f"{CONFIG_FILE}: {error}") from None
     return model.to(device).eval()
+
+
+def _document_problem(document: object) -> str | None:
+    kind = document.get("type") if isinstance(document, dict) else None
+    if kind != VideoWorldModel.name:
+        return f"holds a '{kind}' checkpoint, not a '{VideoWorldModel.name}'"
+    return None
