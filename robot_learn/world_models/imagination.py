@@ -2,8 +2,9 @@
 
 A rollout keeps the last ``history`` frames and states; each step predicts the next
 pair from them and the action, checks the imagined frame, and shifts it in. A frame
-that is not finite, or strays more than ``FRAME_SLACK`` pixel units outside [0, 255],
-means the model has left the data it knows: the rollout stops there.
+that is not finite, or has more than ``MAX_FAR_FRACTION`` of its pixel values more
+than ``FRAME_SLACK`` units outside [0, 255], means the model has left the data it
+knows: the rollout stops there. Any other frame is clipped to [0, 255] and used.
 """
 
 from __future__ import annotations
@@ -13,7 +14,19 @@ import torch
 
 from robot_learn.world_models.modeling_world_model import VideoWorldModel
 
-FRAME_SLACK = 64.0  # pixel units past [0, 255] still clipped; further out is a diverged frame
+FRAME_SLACK = 64.0
+"""Pixel units past [0, 255] that a value may stray and still count as in range (it is clipped)."""
+
+MAX_FAR_FRACTION = 0.01
+"""Fraction of a frame's pixel values (H x W x 3) allowed further than ``FRAME_SLACK`` out of range.
+
+A lone extreme value is not a diverged model: the residual head overshoots at a few
+sharp edges, and in the benchmarks' fidelity run (docs/benchmarks.md, "Video world
+model") 25 of 31 rollouts of the trained default model had such a pixel, so a check on
+the single most extreme value stopped most imagined episodes (with this fraction, none
+of the 31 stop). A model that has left its data puts a large part of the frame out of
+range, which this fraction still catches.
+"""
 
 
 class ImaginationError(ValueError):
@@ -21,18 +34,23 @@ class ImaginationError(ValueError):
 
 
 def frame_problem(frame: torch.Tensor) -> str | None:
-    """Why an imagined float frame (pixel units) cannot be used, or None if it can."""
+    """Why an imagined float frame (pixel units) cannot be used, or None if it can.
+
+    NaN or Inf anywhere is always a problem; values out of [0, 255] are one only when
+    more than ``MAX_FAR_FRACTION`` of them are further out than ``FRAME_SLACK``.
+    """
     if not bool(torch.isfinite(frame).all()):
         return "imagined frame has NaN or Inf pixels"
-    low, high = float(frame.min()), float(frame.max())
-    if low < -FRAME_SLACK or high > 255.0 + FRAME_SLACK:
-        return (f"imagined frame out of range: pixels span [{low:.1f}, {high:.1f}], "
-                f"allowed [{-FRAME_SLACK:.0f}, {255 + FRAME_SLACK:.0f}]")
+    far = float(((frame < -FRAME_SLACK) | (frame > 255.0 + FRAME_SLACK)).float().mean())
+    if far > MAX_FAR_FRACTION:
+        return (f"imagined frame out of range: {far:.1%} of pixel values are more than {FRAME_SLACK:.0f} "
+                f"units outside [0, 255] (allowed {MAX_FAR_FRACTION:.0%}); the frame spans "
+                f"[{float(frame.min()):.1f}, {float(frame.max()):.1f}]")
     return None
 
 
 def to_uint8(frame: torch.Tensor) -> torch.Tensor:
-    """A checked float frame (pixel units) as uint8."""
+    """A checked float frame (pixel units) as uint8, clipped to [0, 255]."""
     return frame.round().clamp(0, 255).to(torch.uint8)
 
 
