@@ -29,10 +29,6 @@ range, which this fraction still catches.
 """
 
 
-class ImaginationError(ValueError):
-    """An imagined frame is NaN/Inf or far outside the pixel range."""
-
-
 def frame_problem(frame: torch.Tensor) -> str | None:
     """Why an imagined float frame (pixel units) cannot be used, or None if it can.
 
