@@ -49,24 +49,25 @@ PEG_HALF_LENGTH, SOCKET_HALF_LENGTH, PIN_HALF_LENGTH = 0.06, 0.06, 0.04  # along
 ARMS = ("left", "right")
 
 
+def _mujoco():
+    return require("mujoco", "mujoco", "aloha")
+
+
 def _quat(axis: tuple[float, float, float], angle: float) -> np.ndarray:
-    half = angle / 2
-    return np.array([math.cos(half), *(math.sin(half) * np.asarray(axis, float))])
+    q = np.zeros(4)
+    _mujoco().mju_axisAngle2Quat(q, np.asarray(axis, float), angle)
+    return q
 
 
 def _mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    w1, x1, y1, z1 = a
-    w2, x2, y2, z2 = b
-    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+    """Quaternion product a * b (MuJoCo's, w first)."""
+    q = np.zeros(4)
+    _mujoco().mju_mulQuat(q, np.asarray(a, float), np.asarray(b, float))
+    return q
 
 
 def _conj(q: np.ndarray) -> np.ndarray:
     return q * np.array([1.0, -1.0, -1.0, -1.0])
-
-
-def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return _mul(_mul(q, np.array([0.0, *v])), _conj(q))[1:]
 
 
 def gripper_quat(arm: str, pitch: float, yaw: float = 0.0) -> np.ndarray:
@@ -253,7 +254,7 @@ class AlohaExpert:
         self.phase = 0
 
     def reset(self, env) -> None:
-        """Plan the episode in the mocap model from the objects' poses in ``env`` now."""
+        """Plan the episode in a copy of ``env``'s physics from the objects' poses now."""
         plan, variants = PLANS[self.task]
         for variant in variants:
             planner = JointPlanner(env.unwrapped._physics, self.task)
