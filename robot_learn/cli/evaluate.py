@@ -29,6 +29,7 @@ def eval_app(cfg: DictConfig) -> int:
     policy = load_policy_for_task(cfg.checkpoint, task, cameras=tuple(cfg.task.cameras),
                                   image_size=int(cfg.task.image_size),
                                   expected_type=cfg.policy_type, device=device)
+    set_execute_horizon(policy, cfg)
     predict = None
     if guide is not None:
         from robot_learn.training.phase_guide import load_phase_guide
@@ -48,6 +49,23 @@ def eval_app(cfg: DictConfig) -> int:
         print(f"pcg guided {predict.guided_chunks} of {predict.chunks} chunks")
     print(f"report: {paths['markdown']}")
     return 0
+
+
+def set_execute_horizon(policy, cfg: DictConfig) -> None:
+    """Replan every ``execute_horizon`` actions instead of the checkpoint's (null keeps it);
+    CLIError naming the key and the valid range when the chunk is too short."""
+    from robot_learn.cli.hydra_app import CLIError
+    from robot_learn.cli.settings import setting
+
+    steps = setting(cfg, "execute_horizon", int, minimum=1, optional=True)
+    if steps is None:
+        return
+    config = policy.config
+    longest = config.action_horizon - config.obs_horizon + 1
+    if steps > longest:
+        raise CLIError(f"execute_horizon={steps} runs past this policy's chunk: valid 1..{longest} "
+                       f"(action_horizon {config.action_horizon}, obs_horizon {config.obs_horizon})")
+    config.execute_horizon = steps
 
 
 def guide_settings(cfg: DictConfig) -> tuple[str, object] | None:

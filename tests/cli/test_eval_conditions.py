@@ -64,3 +64,27 @@ def test_collect_records_its_demos_under_the_narrow_spread(run_cli, tmp_path):
 def test_collect_refuses_an_unknown_spread_naming_the_valid_ones(user_error):
     assert "start_spread: unknown start_spread 'medium'; valid: wide, narrow" in user_error(
         "collect", "task=bin_place", "episodes=1", "start_spread=medium")
+
+
+def test_eval_replans_as_often_as_execute_horizon_says(run_cli, tmp_path):
+    from omegaconf import OmegaConf
+
+    from robot_learn.cli.evaluate import set_execute_horizon
+    from robot_learn.policies import load_policy
+
+    policy = load_policy(_saved_policy(tmp_path / "ckpt"))
+    set_execute_horizon(policy, OmegaConf.create({"execute_horizon": None}))
+    assert policy.execute_horizon == 4  # null keeps the checkpoint's
+    set_execute_horizon(policy, OmegaConf.create({"execute_horizon": 2}))
+    assert policy.execute_horizon == 2
+    out = run_cli("eval", "checkpoint=ckpt", "task=stack", "episodes=1", "workers=1", "videos=0", "max_steps=6",
+                  "execute_horizon=1", "out_dir=evalout", timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads((tmp_path / "evalout" / "report.json").read_text())
+    assert report["eval_config"]["execute_horizon"] == 1
+
+
+def test_an_execute_horizon_past_the_chunk_is_a_one_line_error(user_error, tmp_path):
+    _saved_policy(tmp_path / "ckpt")  # action_horizon 8, obs_horizon 2: at most 7 actions per chunk
+    assert "execute_horizon=8 runs past this policy's chunk: valid 1..7" in user_error(
+        "eval", "checkpoint=ckpt", "task=stack", "execute_horizon=8")
