@@ -10,13 +10,17 @@ runs gym-aloha's task and physics without its observation, which would render
 three 480x640 views every step (about 1 s a step on a shared CPU); ``reset``
 still goes through gym-aloha (one such render per episode). The scripted
 experts are ours (aloha_expert.py; success rates in docs/benchmarks.md).
+
+Joint targets that make MuJoCo diverge (dm_control's ``PhysicsError``, e.g.
+``mjWARN_BADQACC``; MuJoCo has then reset the state) end the episode as a failure
+with ``diverged`` in info (``base.SimulationDiverged``) instead of raising.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .base import ExternalEnv
+from .base import ExternalEnv, SimulationDiverged
 from .registry import require
 
 MAX_REWARD = 4.0
@@ -33,6 +37,7 @@ class AlohaEnv(ExternalEnv):
     def __init__(self, task: str, *, name: str, max_steps: int, cameras: tuple[str, ...] = (),
                  image_size: int | tuple[int, int] = 96, render_mode: str | None = None):
         aloha_env = require("gym_aloha.env", "gym-aloha", name)
+        self._physics_error = require("dm_control.rl.control", "dm-control", name).PhysicsError
         self.aloha = aloha_env.AlohaEnv(task, obs_type="pixels_agent_pos")
         self._task = self.aloha._env.task
         self._physics = self.aloha._env.physics
@@ -51,7 +56,10 @@ class AlohaEnv(ExternalEnv):
         # three 480x640 cameras there (about 1 s a step on a shared CPU), which we never read.
         env = self.aloha._env
         self._task.before_step(action, self._physics)
-        self._physics.step(env._n_sub_steps)
+        try:
+            self._physics.step(env._n_sub_steps)
+        except self._physics_error as err:
+            raise SimulationDiverged(str(err)) from err
         self._task.after_step(self._physics)
         reward = float(self._task.get_reward(self._physics))
         return reward, reward >= MAX_REWARD, reward / MAX_REWARD

@@ -1,5 +1,6 @@
 """The shell every external adapter shares: our observation dict, action checks,
 ``success``/``progress`` in info, termination on success and a ``max_steps`` limit.
+A simulation that diverges ends its episode as a failure (see ``SimulationDiverged``).
 
 A subclass wraps one benchmark env and implements ``_reset``, ``_step``,
 ``_state`` and ``_render``; this class turns them into the robot-learn contract
@@ -19,12 +20,19 @@ from ..base_env import _INSTRUCTION_CHARSET
 VIDEO_SIZE = 256  # side of ``render()`` frames
 
 
+class SimulationDiverged(Exception):
+    """Raised by a subclass's ``_step`` when the wrapped simulation became invalid (e.g.
+    dm_control's PhysicsError on MuJoCo's BADQACC). ``step`` ends the episode: truncated,
+    ``success`` False, ``diverged`` True in info and the progress reached before it."""
+
+
 class ExternalEnv(gym.Env):
     """One external benchmark task presented with robot-learn conventions.
 
     Observations: ``state`` (proprioception), ``env_state`` (privileged object
     state), ``images`` ``{camera: uint8 [H, W, 3]}`` and ``instruction``.
-    Info: ``success`` (bool) and ``progress`` (float in [0, 1]).
+    Info: ``success`` (bool) and ``progress`` (float in [0, 1]); ``diverged`` (True)
+    on the step that ended the episode because the simulation blew up.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -54,6 +62,7 @@ class ExternalEnv(gym.Env):
         self.render_mode = render_mode
         self.instruction = instruction
         self.steps = 0
+        self.progress = 0.0  # of the last frame
         self.action_space = spaces.Box(np.asarray(action_low, np.float32), np.asarray(action_high, np.float32),
                                        dtype=np.float32)
         image_spaces = {c: spaces.Box(0, 255, (*self.image_hw, 3), np.uint8) for c in cams}
@@ -87,17 +96,21 @@ class ExternalEnv(gym.Env):
         if seed is None:  # a fresh episode from the env's own RNG
             seed = int(self.np_random.integers(2**31 - 1))
         success, progress = self._reset(int(seed))
-        self.steps = 0
+        self.steps, self.progress = 0, float(progress)
         return self._obs(), {"success": bool(success), "progress": float(progress)}
 
     def step(self, action):
         a = self._check_action(action)
-        reward, success, progress = self._step(a)
         self.steps += 1
+        try:
+            reward, success, progress = self._step(a)
+        except SimulationDiverged:
+            return self._obs(), 0.0, False, True, {"success": False, "progress": self.progress, "diverged": True}
+        self.progress = float(progress)
         terminated = bool(success)
         truncated = (not terminated) and self.steps >= self.max_steps
         return self._obs(), float(reward), terminated, truncated, {"success": terminated,
-                                                                    "progress": float(progress)}
+                                                                    "progress": self.progress}
 
     def render(self):
         """Frame of the first camera (``VIDEO_SIZE`` square) for videos; None without render_mode."""

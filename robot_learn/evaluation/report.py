@@ -82,6 +82,10 @@ def render_markdown(report: Mapping[str, Any], title: str = "Evaluation report")
                                  for kind, c in counts.items())
             lines += ["", f"{name} ran under {conditions or 'the default conditions'}"
                       + (f": {happened}." if happened else ".")]
+    for name, m in report["tasks"].items():
+        if m.get("diverged_episodes"):
+            lines += ["", f"{name}: {m['diverged_episodes']} of {m['episodes']} episodes ended when the "
+                      "simulation diverged (counted as failures)."]
     videos = [e["video"] for m in report["tasks"].values() for e in m["per_episode"]
               if e.get("video")]
     if videos:

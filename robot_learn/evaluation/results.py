@@ -18,6 +18,7 @@ class EpisodeResult:
     length: int      # environment steps taken
     video: str | None = None  # path of its mp4, if one was written
     disturbances: dict[str, int] = field(default_factory=dict)  # kind -> times it happened (envs.disturbances)
+    diverged: bool = False  # the simulation blew up (info["diverged"]): ended as a failure
 
 
 @dataclass
@@ -53,6 +54,11 @@ class EvalResult:
         return counts
 
     @property
+    def diverged_episodes(self) -> int:
+        """Episodes ended by a diverged simulation (failures, counted in the success rate)."""
+        return sum(e.diverged for e in self.episodes)
+
+    @property
     def seeds(self) -> list[int]:
         """Seeds of the episodes, in order."""
         return [e.seed for e in self.episodes]
@@ -70,5 +76,6 @@ class EvalResult:
             "wall_time_s": self.wall_time_s,
             "info": dict(self.info),
             **({"disturbances": self.disturbance_counts()} if any(e.disturbances for e in self.episodes) else {}),
+            **({"diverged_episodes": self.diverged_episodes} if self.diverged_episodes else {}),
             "per_episode": [asdict(e) for e in self.episodes],
         }

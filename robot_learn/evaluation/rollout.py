@@ -206,6 +206,7 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
     length = np.zeros(n, dtype=int)
     success = np.zeros(n, dtype=bool)
     progress = np.zeros(n, dtype=float)
+    diverged = np.zeros(n, dtype=bool)
     disturbed: list[dict[str, int]] = [{} for _ in range(n)]
     frames: dict[int, list[np.ndarray]] = {}
     for k, ep in enumerate(idx):
@@ -225,6 +226,8 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
                 length[k] += 1
                 success[k] = bool(info["success"][k])
                 progress[k] = float(info["progress"][k])
+                if "diverged" in info:  # an external env's simulation blew up (a failure)
+                    diverged[k] = bool(info["diverged"][k])
                 if "disturbances" in info:  # counts so far, per kind (envs.disturbances)
                     disturbed[k] = {kind: int(c[k]) for kind, c in info["disturbances"].items()
                                     if not kind.startswith("_")}
@@ -242,4 +245,4 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
                                     fps=fps))
         results[ep] = EpisodeResult(seed=wave_seeds[k], success=bool(success[k]),
                                     progress=float(progress[k]), length=int(length[k]),
-                                    video=video, disturbances=disturbed[k])
+                                    video=video, disturbances=disturbed[k], diverged=bool(diverged[k]))
