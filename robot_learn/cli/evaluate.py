@@ -57,12 +57,13 @@ def set_execute_horizon(policy, cfg: DictConfig) -> None:
     CLIError naming the key and the valid range when the chunk is too short."""
     from robot_learn.cli.hydra_app import CLIError
     from robot_learn.cli.settings import setting
+    from robot_learn.policies.config_checks import longest_execute_horizon
 
     steps = setting(cfg, "execute_horizon", int, minimum=1, optional=True)
     if steps is None:
         return
     config = policy.config
-    longest = config.action_horizon - config.obs_horizon + 1
+    longest = longest_execute_horizon(config)
     if steps > longest:
         raise CLIError(f"execute_horizon={steps} runs past this policy's chunk: valid 1..{longest} "
                        f"(action_horizon {config.action_horizon}, obs_horizon {config.obs_horizon})")

@@ -99,12 +99,15 @@ def check_observes_something(config: Any) -> None:
         )
 
 
-def check_execution_fits_chunk(config: Any) -> None:
-    """Refuse horizons whose executed actions would run past the predicted chunk.
+def longest_execute_horizon(config: Any) -> int:
+    """The most actions of a chunk ``select_action`` can execute: it executes chunk indices
+    ``obs_horizon - 1 .. obs_horizon - 2 + execute_horizon``."""
+    return config.action_horizon - config.obs_horizon + 1
 
-    ``select_action`` executes chunk indices ``obs_horizon - 1 .. obs_horizon - 2 + execute_horizon``.
-    """
-    if config.obs_horizon - 1 + config.execute_horizon > config.action_horizon:
+
+def check_execution_fits_chunk(config: Any) -> None:
+    """Refuse horizons whose executed actions would run past the predicted chunk."""
+    if config.execute_horizon > longest_execute_horizon(config):
         raise ValueError(
             f"obs_horizon - 1 + execute_horizon must be <= action_horizon (the executed actions start at the "
             f"current step, index obs_horizon - 1); got {config.obs_horizon} - 1 + {config.execute_horizon} "
