@@ -97,8 +97,8 @@ class Fleet:
     def add_actors(self, specs: Sequence[Mapping[str, Any]]) -> list[Any]:
         """Start robot actors side by side and register each; a spec holds
         :class:`~.robot_actor.RobotActor`'s arguments (``name``, ``task``, ``robot``,
-        ``operator``, ``max_steps``; optional ``rate_hz``, ``policy_files``, ``policy_name``,
-        ``seed``) and optional ``num_cpus`` (default 1).
+        ``operator``, ``max_steps``; optional ``rate_hz``, ``realtime``, ``policy_files``,
+        ``policy_name``, ``seed``) and optional ``num_cpus`` (default 1).
 
         FleetRegistrationError, before any actor of the call starts (nothing is
         recorded), when an actor's policy has other observation or action spaces than the

@@ -17,12 +17,14 @@ class RobotActor:
     in the actor's process. ``policy_files`` (optional, :mod:`.policy_transfer`) is a
     policy the actor starts with, ``policy_name`` its id; without it the actor waits for
     the learner's first weights. It must fit the learner's spaces (checked at registration,
-    :meth:`~.fleet.Fleet.add_actors`).
+    :meth:`~.fleet.Fleet.add_actors`). ``realtime`` paces episodes at ``rate_hz`` (a real
+    arm's pace); the twin otherwise runs as fast as it can.
     """
 
     def __init__(self, name: str, task: str, writer: Any, hub: Any, robot: Mapping[str, Any],
                  operator: Mapping[str, Any] | None, *, max_steps: int, rate_hz: float = 10.0,
-                 policy_files: dict[str, bytes] | None = None, policy_name: str = "", seed: int = 0) -> None:
+                 policy_files: dict[str, bytes] | None = None, policy_name: str = "", seed: int = 0,
+                 realtime: bool = False) -> None:
         import torch
         from hydra.utils import instantiate
 
@@ -30,7 +32,7 @@ class RobotActor:
 
         torch.set_num_threads(1)
         self.name, self.task, self.hub, self.seed = name, task, hub, int(seed)
-        self.max_steps, self.rate_hz = int(max_steps), float(rate_hz)
+        self.max_steps, self.rate_hz, self.realtime = int(max_steps), float(rate_hz), bool(realtime)
         self.robot = instantiate(dict(robot))
         self.robot.connect()
         self.operator = instantiate(dict(operator)) if operator else None
@@ -73,7 +75,8 @@ class RobotActor:
         actor = PolicyActor(policy_from_files(files), seed=self.seed)
         if self.session is None:
             self.session = HITLSession(self.robot, actor, self.operator, self.store, self.task,
-                                       rate_hz=self.rate_hz, max_steps=self.max_steps, policy_id=policy_id)
+                                       rate_hz=self.rate_hz, max_steps=self.max_steps, policy_id=policy_id,
+                                       realtime=self.realtime)
         else:
             self.session.policy, self.session.policy_id = actor, policy_id
         self.policy_id = policy_id

@@ -75,8 +75,10 @@ def test_actor_whose_policy_sees_other_observations_is_refused_naming_both_sides
     assert "state-only" in message and "observes {state (10,)} and acts in 5 dims" in message
     assert "learner" in message and "env_state (14,), state (10,)" in message
     assert "odd" not in fleet.actors
-    # Then the fleet's own two actors register.
-    fleet.add_actors([actor_spec("robot-0"), actor_spec("robot-1")])
+    # Then the fleet's own two actors register. robot-0 keeps a real arm's pace (30 steps at
+    # 10 Hz: 3 s an episode), so the next test can kill it mid-episode; unpaced, a 30-step
+    # episode of the twin can end between the progress probe and the kill.
+    fleet.add_actors([actor_spec("robot-0", realtime=True), actor_spec("robot-1")])
     assert sorted(fleet.actors) == ["robot-0", "robot-1"]
 
 
