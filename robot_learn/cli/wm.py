@@ -111,18 +111,16 @@ def eval_app(cfg: DictConfig) -> int:
 
 
 def rollout_app(cfg: DictConfig) -> int:
-    """Roll a saved policy out in a world model; finished episodes go to ``out`` as synthetic data."""
-    from robot_learn.data import EpisodeStore
-    from robot_learn.data.views import EpisodeView
-    from robot_learn.envs import task_spec
+    """Roll a saved policy out in a world model; finished episodes go to ``out`` as synthetic
+    data. ``workers`` > 1 splits the seeds over Ray workers writing through one writer."""
     from robot_learn.policies import load_policy
     from robot_learn.world_models import load_world_model
-    from robot_learn.world_models.env import WorldModelEnv
-    from robot_learn.world_models.rollout import check_policy_fits, generate_rollouts, task_spaces
+    from robot_learn.world_models.rollout import check_policy_fits, generate_rollouts, rollout_env, task_spaces
 
     checkpoint = setting(cfg, "checkpoint", str)
     policy_dir = setting(cfg, "policy_dir", str)
     episodes = setting(cfg, "episodes", int, minimum=1)
+    workers = setting(cfg, "workers", int, minimum=1)
     out = setting(cfg, "out", str)
     store_path = setting(cfg, "store", str, optional=True) or (run_settings(checkpoint).get("data") or {}).get("path")
     if not store_path:
@@ -130,16 +128,20 @@ def rollout_app(cfg: DictConfig) -> int:
     if not Path(store_path).exists():
         raise CLIError(f"store '{store_path}' does not exist")
     model = load_world_model(checkpoint)
-    task = model.config.task
-    action_space, instruction_space = task_spaces(task)
     policy = load_policy(policy_dir)
-    check_policy_fits(policy, model, int(action_space.shape[0]))  # before anything is written
-    max_steps = setting(cfg, "max_steps", int, minimum=1, optional=True) or task_spec(task).max_steps
-    with EpisodeStore.open(store_path, mode="r") as starts:
-        env = WorldModelEnv(model, EpisodeView(starts, range(starts.num_episodes)), action_space,
-                             instruction_space, max_steps=max_steps)
-        summary = generate_rollouts(policy, env, episodes, out, seed=int(cfg.seed), policy_id=str(policy_dir),
-                                    round_index=int(cfg.round))
+    check_policy_fits(policy, model, int(task_spaces(model.config.task)[0].shape[0]))  # before anything is written
+    max_steps = setting(cfg, "max_steps", int, minimum=1, optional=True)
+    settings = dict(seed=int(cfg.seed), policy_id=str(policy_dir), round_index=int(cfg.round))
+    if workers > 1:
+        from robot_learn.fleet import start_ray
+        from robot_learn.fleet.parallel_jobs import generate_rollouts_on_ray
+
+        start_ray(address=cfg.get("address") or None)
+        summary = generate_rollouts_on_ray(policy, checkpoint, store_path, episodes, out, workers,
+                                           max_steps=max_steps, **settings)
+    else:
+        with rollout_env(model, store_path, max_steps) as env:
+            summary = generate_rollouts(policy, env, episodes, out, **settings)
     for line in summary.stopped:
         print(f"stopped, not written: {line}")
     print(f"{summary.written} synthetic episodes written to {out} ({summary.successes} judged successful); "

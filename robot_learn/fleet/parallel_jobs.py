@@ -1,9 +1,12 @@
-"""Evaluation rollouts and scripted demo collection split over Ray workers.
+"""Evaluation rollouts, scripted demo collection and world-model rollouts split over Ray workers.
 
 Each worker runs our own code on its share of the seeds: :func:`~robot_learn.evaluation.evaluate`
-for rollouts, :func:`~robot_learn.envs.demos.record_demo_episode` for demos, which go
-whole to one :class:`~.writer.EpisodeWriter` (the store's single writer). The results
-are the ones a single process gives for the same seeds.
+for rollouts, :func:`~robot_learn.envs.demos.record_demo_episode` for demos and
+:func:`~robot_learn.world_models.rollout.generate_rollouts` for imagined episodes; episodes
+go whole to one :class:`~.writer.EpisodeWriter` (the store's single writer). A demo or
+an imagined episode is the one a single process gives for its seed; an evaluation's
+episodes are those of a single process evaluating each worker's block of seeds (the
+policy's sampling noise is seeded per evaluation call, and batched over its envs).
 """
 
 from __future__ import annotations
@@ -43,7 +46,9 @@ def evaluate_on_ray(policy: Any, task: str, episodes: int, workers: int, seed: i
                     num_cpus: float = 1, **kwargs: Any) -> Any:
     """:func:`~robot_learn.evaluation.evaluate` of ``policy`` on seeds ``seed, seed+1, ...``
     split over ``workers`` Ray workers (one env each); ``kwargs`` go to ``evaluate``
-    (``max_steps``, ``conditions``, ...). Returns one EvalResult with every episode in seed order."""
+    (``max_steps``, ``conditions``, ...). Returns one EvalResult with every episode in seed
+    order: those of ``evaluate(..., seed=first, episodes=n, workers=1)`` per block of
+    :func:`seed_blocks`."""
     import ray
 
     from robot_learn.evaluation.results import EvalResult
@@ -111,3 +116,48 @@ def collect_demos_on_ray(task: str, episodes: int, path: str | Path, workers: in
         ray.kill(writer)
     return CollectSummary(path=Path(path), attempted=episodes, successes=sum(c[0] for c in counts),
                           stored=sum(c[1] for c in counts))
+
+
+def _rollout_block(writer: Any, policy_files: dict[str, bytes], checkpoint: str, starts: str, seed: int,
+                   episodes: int, settings: dict[str, Any]) -> Any:
+    import torch
+
+    from robot_learn.fleet.policy_transfer import policy_from_files
+    from robot_learn.fleet.writer import RemoteStore
+    from robot_learn.world_models import load_world_model
+    from robot_learn.world_models.rollout import generate_rollouts, rollout_env
+
+    torch.set_num_threads(1)
+    with rollout_env(load_world_model(checkpoint), starts, settings.pop("max_steps")) as env:
+        return generate_rollouts(policy_from_files(policy_files), env, episodes, RemoteStore(writer), seed=seed,
+                                 **settings)
+
+
+def generate_rollouts_on_ray(policy: Any, checkpoint: str | Path, starts: str | Path, episodes: int,
+                             out: str | Path, workers: int, *, seed: int = 0, max_steps: int | None = None,
+                             policy_id: str = "", round_index: int = 0, num_cpus: float = 1) -> Any:
+    """:func:`~robot_learn.world_models.rollout.generate_rollouts` of ``policy`` in the world
+    model at ``checkpoint`` (rollouts start from the episodes of the store ``starts``), seeds
+    ``seed, seed+1, ...`` split over ``workers`` Ray workers, the episodes written to the store
+    at ``out`` through one writer. Each episode is the one a single process imagines for its
+    seed; the store's order follows completion. Workers read ``checkpoint`` and ``starts``
+    from disk (on a cluster, a disk they share). The writer creates ``out`` at the start,
+    so it exists even if every rollout is stopped. Returns one RolloutSummary."""
+    import ray
+
+    from robot_learn.fleet.policy_transfer import policy_to_files
+    from robot_learn.fleet.writer import EpisodeWriter
+    from robot_learn.world_models.rollout import RolloutSummary
+
+    writer = ray.remote(EpisodeWriter).options(num_cpus=0).remote(str(out))
+    files = ray.put(policy_to_files(policy))
+    settings = {"max_steps": max_steps, "policy_id": policy_id, "round_index": int(round_index)}
+    job = ray.remote(_rollout_block).options(num_cpus=num_cpus)
+    try:
+        parts = ray.get([job.remote(writer, files, str(checkpoint), str(starts), first, n, dict(settings))
+                         for first, n in seed_blocks(episodes, workers, seed)])
+        ray.get(writer.close.remote())
+    finally:
+        ray.kill(writer)
+    return RolloutSummary(written=sum(p.written for p in parts), successes=sum(p.successes for p in parts),
+                          stopped=[line for p in parts for line in p.stopped])

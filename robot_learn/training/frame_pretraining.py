@@ -71,23 +71,35 @@ def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray 
 @torch.no_grad()
 def evaluate_frame_encoder(encoder: FrameEncoder, images: Mapping[str, np.ndarray], labels: np.ndarray | None,
                            instructions: Sequence[str], index: np.ndarray | None = None,
-                           batch_size: int = 256) -> dict[str, float]:
-    """Held-out loss and, for the privileged signal, the xy error (cm) of the named object."""
+                           batch_size: int = 256, grasp_range_m: float = 0.05) -> dict[str, float]:
+    """Held-out loss and, for the privileged signal, the xy error (cm) of the named object;
+    with the grasp centre among the labels, also the xy error of the object's offset from
+    the grasp centre on approach frames: the gripper open and the object within
+    ``grasp_range_m`` of it (the offset a grasp needs; from the move and grasp-centre heads)."""
     index = np.arange(len(instructions)) if index is None else np.asarray(index)
-    losses, errors = [], []
+    names = encoder.config.label_names
+    xy = [names.index("move_x"), names.index("move_y")] if "move_x" in names else [0, 1]
+    tcp = [names.index("tcp_x"), names.index("tcp_y")] if "tcp_x" in names and "gripper" in names else None
+    losses, errors, offset_errors = [], [], []
     for start in range(0, len(index), batch_size):
         idx = index[start:start + batch_size]
         batch = _batch(images, labels, instructions, idx, next(encoder.parameters()).device)
         losses.append(float(encoder.loss(*batch)) * len(idx))
         if encoder.label_head is not None and labels is not None:
-            predicted = encoder.predict_labels(encoder(batch[0], batch[1]))
-            names = encoder.config.label_names
-            xy = [names.index("move_x"), names.index("move_y")] if "move_x" in names else [0, 1]
-            errors.append(torch.linalg.norm(predicted[:, xy] - batch[2][:, xy], dim=-1).cpu().numpy() * 100.0)
+            predicted, true = encoder.predict_labels(encoder(batch[0], batch[1])), batch[2]
+            errors.append(torch.linalg.norm(predicted[:, xy] - true[:, xy], dim=-1).cpu().numpy() * 100.0)
+            if tcp is not None:
+                offset, true_offset = predicted[:, xy] - predicted[:, tcp], true[:, xy] - true[:, tcp]
+                near = (torch.linalg.norm(true_offset, dim=-1) < grasp_range_m) & (true[:, names.index("gripper")] < 0.5)
+                offset_errors.append(torch.linalg.norm(offset - true_offset, dim=-1)[near].cpu().numpy() * 100.0)
     out = {"val_loss": sum(losses) / len(index)}
     if errors:
         err = np.concatenate(errors)
         out.update(move_xy_error_cm_median=float(np.median(err)), move_xy_error_cm_p90=float(np.percentile(err, 90)))
+    if offset_errors and sum(map(len, offset_errors)):
+        err = np.concatenate(offset_errors)
+        out.update(grasp_offset_error_cm_median=float(np.median(err)),
+                   grasp_offset_error_cm_p90=float(np.percentile(err, 90)), grasp_frames=int(len(err)))
     return out
 
 

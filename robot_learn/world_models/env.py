@@ -18,6 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch
 
 from robot_learn.data.views import EpisodeView
 from robot_learn.world_models.imagination import Imagination
@@ -75,8 +76,9 @@ class WorldModelEnv(gym.Env):
         frames = np.asarray(store.array(f"images/{self.camera}")[a:b])[idx - a]
         states = np.asarray(store.array("state")[a:b], np.float32)[idx - a]
         self._instruction = str(store.meta["instruction"][episode])
-        self._imagination = Imagination(self.model, frames[None], states[None],
-                                        generator=None)
+        # A seeded reset imagines the same rollout for the same actions, in any process.
+        generator = None if seed is None else torch.Generator(device=self.model.device).manual_seed(int(seed))
+        self._imagination = Imagination(self.model, frames[None], states[None], generator=generator)
         self._steps = 0
         self.start_episode = episode
         success, progress = self.scorer.score(frames[-1], states[-1], self._instruction)

@@ -9,9 +9,10 @@ out-of-range frame is reported and not written.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -73,6 +74,19 @@ class WorldModelEnvFactory:
         return WorldModelEnv(model, EpisodeView(store, episodes), *task_spaces(task), max_steps=max_steps or 100)
 
 
+@contextmanager
+def rollout_env(model: VideoWorldModel, starts: str | Path, max_steps: int | None = None) -> Iterator[WorldModelEnv]:
+    """A :class:`WorldModelEnv` of ``model``'s task whose rollouts start from every episode
+    of the store at ``starts`` (open while the env is in use); ``max_steps`` (None: the
+    task's episode limit)."""
+    from robot_learn.envs import task_spec
+
+    task = model.config.task
+    with EpisodeStore.open(starts, mode="r") as store:
+        yield WorldModelEnv(model, EpisodeView(store, range(store.num_episodes)), *task_spaces(task),
+                            max_steps=max_steps or task_spec(task).max_steps)
+
+
 @dataclass
 class RolloutSummary:
     """What :func:`generate_rollouts` wrote and what it stopped."""
@@ -89,21 +103,26 @@ def _policy_obs(obs: dict[str, Any]) -> dict[str, Any]:
 
 
 @torch.inference_mode()
-def generate_rollouts(policy: Any, env: WorldModelEnv, episodes: int, out: str | Path, *, seed: int = 0,
+def generate_rollouts(policy: Any, env: WorldModelEnv, episodes: int, out: Any, *, seed: int = 0,
                       policy_id: str = "", round_index: int = 0) -> RolloutSummary:
-    """Roll ``policy`` out ``episodes`` times in ``env``; append each finished episode to the
-    store at ``out`` (created if missing) with ``source=synthetic``. A rollout that
-    imagines a NaN or out-of-range frame is stopped, reported and not written; the
-    store is created only once an episode is to be written."""
+    """Roll ``policy`` out ``episodes`` times in ``env`` from seeds ``seed, seed+1, ...``;
+    append each finished episode with ``source=synthetic`` to ``out``: a store path
+    (created if missing, once an episode is to be written) or an open store (anything
+    with ``append_episode``, e.g. the fleet's :class:`~robot_learn.fleet.writer.RemoteStore`).
+    Each episode depends only on its seed (the env's imagination and the policy's
+    sampling are seeded per episode). A rollout that imagines a NaN or out-of-range
+    frame is stopped, reported and not written."""
     check_policy_fits(policy, env.model, int(env.action_space.shape[0]))
     summary = RolloutSummary()
-    store: EpisodeStore | None = None
-    generator = torch.Generator(device=policy.device).manual_seed(seed)
+    given = out if hasattr(out, "append_episode") else None
+    store: Any = given
+    generator = torch.Generator(device=policy.device)
     policy.eval()
     try:
         for i in range(episodes):
             obs, info = env.reset(seed=seed + i)
             policy.reset()
+            generator.manual_seed(seed + i)
             recorder = EpisodeRecorder(("state",))
             error = None
             while True:
@@ -117,7 +136,7 @@ def generate_rollouts(policy: Any, env: WorldModelEnv, episodes: int, out: str |
                 if terminated or truncated:
                     break
             if error is not None:
-                summary.stopped.append(f"rollout {i} (start episode {env.start_episode}): {error}")
+                summary.stopped.append(f"rollout seed {seed + i} (start episode {env.start_episode}): {error}")
                 continue
             if store is None:
                 store = EpisodeStore.open_or_create(out)
@@ -127,6 +146,6 @@ def generate_rollouts(policy: Any, env: WorldModelEnv, episodes: int, out: str |
             summary.written += 1
             summary.successes += bool(info["success"])
     finally:
-        if store is not None:
+        if store is not None and given is None:
             store.close()
     return summary

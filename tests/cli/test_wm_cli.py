@@ -61,11 +61,28 @@ def test_rollout_writes_synthetic_episodes(setup, capsys, monkeypatch, tmp_path)
         assert written.num_episodes == 1 and set(written.meta["source"]) == {"synthetic"}
 
 
+def test_rollout_over_ray_workers_writes_every_seed_once(setup, capsys, monkeypatch, tmp_path):
+    ray = pytest.importorskip("ray")  # the fleet extra; `make test` installs it
+    root, store, policies = setup
+    out = tmp_path / "synthetic.zarr"
+    try:
+        code, captured = run(capsys, monkeypatch, tmp_path, "rollout", f"checkpoint={root / 'wm'}",
+                             f"policy_dir={policies['fits']}", f"store={store}", f"out={out}", "episodes=3",
+                             "max_steps=2", "workers=2", "seed=5")
+    finally:
+        ray.shutdown()
+    assert code == 0, captured.err
+    assert "3 synthetic episodes written" in captured.out
+    with EpisodeStore.open(out, mode="r") as written:
+        assert sorted(int(s) for s in written.meta["seed"]) == [5, 6, 7]
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("fly",), "unknown wm command 'fly'; valid: train, eval, rollout"),
     (("eval", "checkpoint=nowhere"), "checkpoint nowhere is not in a wm train run dir; give store=... and held_out=..."),
     (("eval", "checkpoint=nowhere", "store=nowhere.zarr", "held_out=1"), "store 'nowhere.zarr' does not exist"),
     (("train", "world_model.head=gan"), "unknown world-model head 'gan'; valid heads: residual, diffusion"),
+    (("rollout", "checkpoint=nowhere", "policy_dir=nowhere", "out=x.zarr", "workers=0"), "workers must be >= 1, got 0"),
 ])
 def test_bad_settings_are_one_line_and_write_no_store(args, message, capsys, monkeypatch, tmp_path):
     code, captured = run(capsys, monkeypatch, tmp_path, *args)

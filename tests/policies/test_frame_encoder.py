@@ -83,6 +83,26 @@ def test_pretraining_runs_at_any_allowed_step_count(steps):
     assert metrics["steps"] == steps and np.isfinite(metrics["val_loss"])
 
 
+def test_held_out_metrics_include_the_grasp_offset_on_approach_frames_only():
+    """The encoder predicts its label means (a zeroed head): the offset error is the true
+    offset on frames where the open gripper is within 5 cm of the object, and no other."""
+    from robot_learn.training.frame_pretraining import evaluate_frame_encoder
+
+    names = ["move_x", "move_y", "tcp_x", "tcp_y", "gripper"]
+    encoder = FrameEncoder(FrameEncoderConfig(**{**LABELS, "label_names": names})).eval()
+    torch.nn.init.zeros_(encoder.label_head.weight)
+    torch.nn.init.zeros_(encoder.label_head.bias)
+    labels = np.array([[0.01, 0.0, 0.0, 0.0, 0.0],    # approach, 1 cm off: counted
+                       [0.20, 0.0, 0.0, 0.0, 0.0],    # 20 cm away: not counted
+                       [0.0, 0.03, 0.0, 0.0, 1.0],    # closed gripper (holding it): not counted
+                       [0.0, 0.0, 0.0, -0.02, 0.0]], dtype=np.float32)  # approach, 2 cm off
+    images = {"front": np.zeros((4, 32, 32, 3), dtype=np.uint8)}
+    metrics = evaluate_frame_encoder(encoder, images, labels, ["put red cube"] * 4)
+    assert metrics["grasp_frames"] == 2
+    assert metrics["grasp_offset_error_cm_median"] == pytest.approx(1.5, abs=1e-4)
+    assert metrics["move_xy_error_cm_median"] == pytest.approx(2.0, abs=1e-4)  # of 1, 20, 3, 0 cm
+
+
 @pytest.mark.parametrize("preset", [diffusion_pixels_config, discrete_diffusion_pixels_config])
 def test_pixel_presets_deploy_from_cameras_state_and_words_only(preset):
     """Inference keys are cameras, state and instruction; training reads cached features."""

@@ -1,0 +1,128 @@
+"""Fleet wall-clock to a success level, with 1 and with 2 actors.
+
+For each actor count a fresh fleet (as in ``bench_fleet.py``: writer, weight hub, a
+learner training the ``diffusion_state`` preset from scratch on the demos plus the
+fleet's successes, N actors running the MuJoCo twin with the simulated operator) runs
+for ``--minutes`` of wall clock, counted from when the learner starts (it trains with
+``configs/train/default.yaml``'s settings, as ``robot-learn fleet`` does). Every
+``--every`` seconds the weight hub's newest weights are kept (in memory, with their
+learner step and wall time). After the fleet has shut down (so evaluation does not
+share the CPU with it) each kept policy is evaluated on ``--episodes`` held-out seeds;
+the time to ``--level`` is the first kept time whose success reaches it.
+
+    MUJOCO_GL=egl OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_fleet_success.py --actors 1 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+
+def run_fleet(root: Path, actors: int, args: argparse.Namespace) -> list[dict]:
+    """Run one fleet for ``args.minutes``; the hub's weights every ``args.every`` seconds."""
+    import ray
+    from omegaconf import OmegaConf
+
+    from robot_learn.fleet import Fleet
+    from robot_learn.policies import diffusion_state_config
+    from robot_learn.training import TrainConfig
+
+    # The CLI's training settings (lr 1e-3, warm-up 200, ...; the dataclass default lr 1e-4
+    # learns about 10x slower), trained without end and on one thread.
+    settings = OmegaConf.to_container(OmegaConf.load(Path(__file__).parents[1] / "configs/train/default.yaml"))
+    settings.pop("_target_")
+    train = TrainConfig(**{**settings, "steps": 10_000_000, "batch_size": args.batch_size, "ckpt_every": 1000,
+                           "keep_last_k": 1, "log_every": 100_000, "device": "cpu", "num_threads": 1,
+                           "progress_bar": False, "out_dir": str(root / f"learner_{actors}")})
+    fleet = Fleet(root / f"online_{actors}.zarr", {"policy_config": diffusion_state_config(),
+                                                  "offline_path": str(root / "demos.zarr"), "tasks": [args.task],
+                                                  "train": train, "publish_every": args.publish_every,
+                                                  "online_share": args.online_share})
+    robot = {"_target_": "robot_learn.envs.make_sim_robot", "task": args.task, "cameras": [],
+             "max_steps": args.max_steps}
+    operator = {"_target_": "robot_learn.loops.operators.SimulatedOperator", "task": args.task, "budget_s": 1e9}
+    fleet.start()
+    t0 = time.perf_counter()
+    fleet.add_actors([{"name": f"robot-{i}", "task": args.task, "robot": robot, "operator": operator,
+                       "max_steps": args.max_steps} for i in range(actors)])
+    kept, next_keep = [], args.every
+    while next_keep <= args.minutes * 60:
+        fleet.poll(timeout_s=0.5)
+        now = time.perf_counter() - t0
+        if now >= next_keep:
+            current = ray.get(fleet.hub.current.remote())
+            latest = ray.get(fleet.hub.latest.remote(""))
+            if latest is not None:
+                kept.append({"wall_s": round(now, 1), "step": current["step"], "files": latest[1],
+                             "episodes": len(fleet.report.episodes),
+                             "fleet_successes": sum(bool(e["success"]) for e in fleet.report.episodes)})
+                print(f"  {actors} actor(s) t={now:.0f} s: learner step {current['step']}, "
+                      f"{len(fleet.report.episodes)} episodes", flush=True)
+            next_keep = (now // args.every + 1) * args.every
+    fleet.shutdown()
+    return kept
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--actors", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--task", default="bin_place")
+    parser.add_argument("--minutes", type=float, default=8.0, help="wall clock per fleet")
+    parser.add_argument("--every", type=float, default=90.0, help="seconds between kept weights")
+    parser.add_argument("--level", type=float, default=0.5, help="the success level to reach")
+    parser.add_argument("--episodes", type=int, default=50, help="held-out evaluation episodes per kept policy")
+    parser.add_argument("--demos", type=int, default=50)
+    parser.add_argument("--max-steps", type=int, default=100)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--publish-every", type=int, default=50)
+    parser.add_argument("--online-share", type=float, default=0.5,
+                        help="of each batch, the share from the fleet's successes (0: demos only, a control)")
+    parser.add_argument("--out", default="", help="write the rows as JSON here")
+    args = parser.parse_args()
+
+    import torch
+
+    from robot_learn.envs.demos import collect_demos
+    from robot_learn.evaluation import evaluate
+    from robot_learn.fleet import start_ray
+    from robot_learn.fleet.policy_transfer import policy_from_files
+
+    torch.set_num_threads(1)
+    print(f"config: {json.dumps(vars(args))}, os.cpu_count() {os.cpu_count()}", flush=True)
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="bench_fleet_success_") as tmp:
+        root = Path(tmp)
+        collect_demos(args.task, args.demos, root / "demos.zarr", cameras=(), max_steps=args.max_steps,
+                      progress_bar=False)
+        start_ray(num_cpus=max(args.actors) + 1)
+        for n in args.actors:
+            results[n] = run_fleet(root, n, args)
+    import ray
+
+    ray.shutdown()
+    torch.set_num_threads(2)
+    rows = []
+    for n, kept in results.items():
+        reached = None
+        for k in kept:
+            summary = evaluate(policy_from_files(k.pop("files")), args.task, episodes=args.episodes,
+                               max_steps=args.max_steps, videos=0).summary
+            row = {"actors": n, **k, "success": summary.success_rate, "ci": [summary.ci_low, summary.ci_high],
+                   "mean_progress": summary.mean_progress}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            if reached is None and summary.success_rate >= args.level:
+                reached = k["wall_s"]
+        print(f"{n} actor(s): success >= {args.level:.0%} first at "
+              f"{'not reached' if reached is None else f'{reached:.0f} s'}", flush=True)
+    if args.out:
+        Path(args.out).write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
