@@ -12,9 +12,14 @@ def start_ray(address: str | None = None, num_cpus: int | None = None, quiet: bo
     (``"auto"``, ``"ray://host:10001"``, ...). A Ray already started is kept as it is.
 
     Actors run with one torch thread each (``OMP_NUM_THREADS=1``): several actors on a
-    few cores would otherwise fight over them.
+    few cores would otherwise fight over them. ValueError, naming the extra, when Ray is
+    not installed.
     """
-    import ray
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("Ray is not installed: it comes with the 'fleet' extra "
+                         "(pip install -e '.[fleet]'; make install puts it in .venv)") from None
 
     if ray.is_initialized():
         return ray.get_runtime_context()

@@ -77,6 +77,18 @@ def test_rollout_over_ray_workers_writes_every_seed_once(setup, capsys, monkeypa
         assert sorted(int(s) for s in written.meta["seed"]) == [5, 6, 7]
 
 
+def test_rollout_on_workers_without_ray_is_one_line_naming_the_extra(setup, capsys, monkeypatch, tmp_path):
+    import sys
+
+    root, store, policies = setup
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the fleet extra were not installed
+    out = tmp_path / "synthetic.zarr"
+    code, captured = run(capsys, monkeypatch, tmp_path, "rollout", f"checkpoint={root / 'wm'}",
+                         f"policy_dir={policies['fits']}", f"store={store}", f"out={out}", "workers=2")
+    assert code == 2 and captured.err.count("\n") == 1 and not out.exists()
+    assert "Ray is not installed: it comes with the 'fleet' extra" in captured.err
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("fly",), "unknown wm command 'fly'; valid: train, eval, rollout"),
     (("eval", "checkpoint=nowhere"), "checkpoint nowhere is not in a wm train run dir; give store=... and held_out=..."),
