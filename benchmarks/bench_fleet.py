@@ -19,26 +19,37 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+
+def start_fleet(root: Path, task: str, actors: int, train: Any, *, max_steps: int, publish_every: int,
+                online_share: float = 0.5) -> Any:
+    """A started fleet on ``root/demos.zarr``: the learner training the ``diffusion_state``
+    preset with ``train``, and ``actors`` actors (the twin of ``task``, no cameras, the
+    simulated operator), all up. Shared with ``bench_fleet_success.py``."""
+    from robot_learn.fleet import Fleet
+    from robot_learn.policies import diffusion_state_config
+
+    fleet = Fleet(root / f"online_{actors}.zarr", {"policy_config": diffusion_state_config(),
+                                                  "offline_path": str(root / "demos.zarr"), "tasks": [task],
+                                                  "train": train, "publish_every": publish_every,
+                                                  "online_share": online_share})
+    robot = {"_target_": "robot_learn.envs.make_sim_robot", "task": task, "cameras": [], "max_steps": max_steps}
+    operator = {"_target_": "robot_learn.loops.operators.SimulatedOperator", "task": task, "budget_s": 1e9}
+    fleet.start()
+    fleet.add_actors([{"name": f"robot-{i}", "task": task, "robot": robot, "operator": operator,
+                       "max_steps": max_steps} for i in range(actors)])
+    return fleet
 
 
 def measure(root: Path, actors: int, args: argparse.Namespace) -> dict:
-    from robot_learn.fleet import Fleet
-    from robot_learn.policies import diffusion_state_config
     from robot_learn.training import TrainConfig
 
-    task = "stack"
     train = TrainConfig(steps=10_000_000, batch_size=args.batch_size, warmup_steps=10, ckpt_every=500,
                         keep_last_k=1, log_every=1000, device="cpu", num_threads=1, progress_bar=False,
                         out_dir=str(root / f"learner_{actors}"))
-    fleet = Fleet(root / f"online_{actors}.zarr", {"policy_config": diffusion_state_config(),
-                                                  "offline_path": str(root / "demos.zarr"), "tasks": [task],
-                                                  "train": train, "publish_every": args.publish_every})
-    robot = {"_target_": "robot_learn.envs.make_sim_robot", "task": task, "cameras": [], "max_steps": args.max_steps}
-    operator = {"_target_": "robot_learn.loops.operators.SimulatedOperator", "task": task, "budget_s": 1e9}
     t0 = time.perf_counter()
-    fleet.start()
-    fleet.add_actors([{"name": f"robot-{i}", "task": task, "robot": robot, "operator": operator,
-                       "max_steps": args.max_steps} for i in range(actors)])
+    fleet = start_fleet(root, "stack", actors, train, max_steps=args.max_steps, publish_every=args.publish_every)
     setup_s = time.perf_counter() - t0
     # Warm-up: every actor has finished one episode (weights loaded, envs built).
     fleet.run(actors, timeout_s=600)

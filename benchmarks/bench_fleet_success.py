@@ -3,7 +3,7 @@
 For each actor count a fresh fleet (as in ``bench_fleet.py``: writer, weight hub, a
 learner training the ``diffusion_state`` preset from scratch on the demos plus the
 fleet's successes, N actors running the MuJoCo twin with the simulated operator) runs
-for ``--minutes`` of wall clock, counted from when the learner starts (it trains with
+for ``--minutes`` of wall clock, counted from the fleet's start (the learner trains with
 ``configs/train/default.yaml``'s settings, as ``robot-learn fleet`` does). Every
 ``--every`` seconds the weight hub's newest weights are kept (in memory, with their
 learner step and wall time). After the fleet has shut down (so evaluation does not
@@ -26,10 +26,9 @@ from pathlib import Path
 def run_fleet(root: Path, actors: int, args: argparse.Namespace) -> list[dict]:
     """Run one fleet for ``args.minutes``; the hub's weights every ``args.every`` seconds."""
     import ray
+    from bench_fleet import start_fleet
     from omegaconf import OmegaConf
 
-    from robot_learn.fleet import Fleet
-    from robot_learn.policies import diffusion_state_config
     from robot_learn.training import TrainConfig
 
     # The CLI's training settings (lr 1e-3, warm-up 200, ...; the dataclass default lr 1e-4
@@ -39,17 +38,9 @@ def run_fleet(root: Path, actors: int, args: argparse.Namespace) -> list[dict]:
     train = TrainConfig(**{**settings, "steps": 10_000_000, "batch_size": args.batch_size, "ckpt_every": 1000,
                            "keep_last_k": 1, "log_every": 100_000, "device": "cpu", "num_threads": 1,
                            "progress_bar": False, "out_dir": str(root / f"learner_{actors}")})
-    fleet = Fleet(root / f"online_{actors}.zarr", {"policy_config": diffusion_state_config(),
-                                                  "offline_path": str(root / "demos.zarr"), "tasks": [args.task],
-                                                  "train": train, "publish_every": args.publish_every,
-                                                  "online_share": args.online_share})
-    robot = {"_target_": "robot_learn.envs.make_sim_robot", "task": args.task, "cameras": [],
-             "max_steps": args.max_steps}
-    operator = {"_target_": "robot_learn.loops.operators.SimulatedOperator", "task": args.task, "budget_s": 1e9}
-    fleet.start()
-    t0 = time.perf_counter()
-    fleet.add_actors([{"name": f"robot-{i}", "task": args.task, "robot": robot, "operator": operator,
-                       "max_steps": args.max_steps} for i in range(actors)])
+    t0 = time.perf_counter()  # the learner starts in start_fleet
+    fleet = start_fleet(root, args.task, actors, train, max_steps=args.max_steps, publish_every=args.publish_every,
+                        online_share=args.online_share)
     kept, next_keep = [], args.every
     while next_keep <= args.minutes * 60:
         fleet.poll(timeout_s=0.5)

@@ -119,7 +119,7 @@ def collect_demos_on_ray(task: str, episodes: int, path: str | Path, workers: in
 
 
 def _rollout_block(writer: Any, policy_files: dict[str, bytes], checkpoint: str, starts: str, seed: int,
-                   episodes: int, settings: dict[str, Any]) -> Any:
+                   episodes: int, max_steps: int | None, settings: dict[str, Any]) -> Any:
     import torch
 
     from robot_learn.fleet.policy_transfer import policy_from_files
@@ -128,7 +128,7 @@ def _rollout_block(writer: Any, policy_files: dict[str, bytes], checkpoint: str,
     from robot_learn.world_models.rollout import generate_rollouts, rollout_env
 
     torch.set_num_threads(1)
-    with rollout_env(load_world_model(checkpoint), starts, settings.pop("max_steps")) as env:
+    with rollout_env(load_world_model(checkpoint), starts, max_steps) as env:
         return generate_rollouts(policy_from_files(policy_files), env, episodes, RemoteStore(writer), seed=seed,
                                  **settings)
 
@@ -151,10 +151,10 @@ def generate_rollouts_on_ray(policy: Any, checkpoint: str | Path, starts: str | 
 
     writer = ray.remote(EpisodeWriter).options(num_cpus=0).remote(str(out))
     files = ray.put(policy_to_files(policy))
-    settings = {"max_steps": max_steps, "policy_id": policy_id, "round_index": int(round_index)}
+    settings = {"policy_id": policy_id, "round_index": int(round_index)}
     job = ray.remote(_rollout_block).options(num_cpus=num_cpus)
     try:
-        parts = ray.get([job.remote(writer, files, str(checkpoint), str(starts), first, n, dict(settings))
+        parts = ray.get([job.remote(writer, files, str(checkpoint), str(starts), first, n, max_steps, settings)
                          for first, n in seed_blocks(episodes, workers, seed)])
         ray.get(writer.close.remote())
     finally:

@@ -79,7 +79,8 @@ def evaluate_frame_encoder(encoder: FrameEncoder, images: Mapping[str, np.ndarra
     index = np.arange(len(instructions)) if index is None else np.asarray(index)
     names = encoder.config.label_names
     xy = [names.index("move_x"), names.index("move_y")] if "move_x" in names else [0, 1]
-    tcp = [names.index("tcp_x"), names.index("tcp_y")] if "tcp_x" in names and "gripper" in names else None
+    approach = "tcp_x" in names and "gripper" in names
+    tcp, gripper = ([names.index("tcp_x"), names.index("tcp_y")], names.index("gripper")) if approach else (None, None)
     losses, errors, offset_errors = [], [], []
     for start in range(0, len(index), batch_size):
         idx = index[start:start + batch_size]
@@ -90,16 +91,15 @@ def evaluate_frame_encoder(encoder: FrameEncoder, images: Mapping[str, np.ndarra
             errors.append(torch.linalg.norm(predicted[:, xy] - true[:, xy], dim=-1).cpu().numpy() * 100.0)
             if tcp is not None:
                 offset, true_offset = predicted[:, xy] - predicted[:, tcp], true[:, xy] - true[:, tcp]
-                near = (torch.linalg.norm(true_offset, dim=-1) < grasp_range_m) & (true[:, names.index("gripper")] < 0.5)
+                near = (torch.linalg.norm(true_offset, dim=-1) < grasp_range_m) & (true[:, gripper] < 0.5)
                 offset_errors.append(torch.linalg.norm(offset - true_offset, dim=-1)[near].cpu().numpy() * 100.0)
     out = {"val_loss": sum(losses) / len(index)}
-    if errors:
-        err = np.concatenate(errors)
-        out.update(move_xy_error_cm_median=float(np.median(err)), move_xy_error_cm_p90=float(np.percentile(err, 90)))
-    if offset_errors and sum(map(len, offset_errors)):
-        err = np.concatenate(offset_errors)
-        out.update(grasp_offset_error_cm_median=float(np.median(err)),
-                   grasp_offset_error_cm_p90=float(np.percentile(err, 90)), grasp_frames=int(len(err)))
+    for name, parts in (("move_xy_error_cm", errors), ("grasp_offset_error_cm", offset_errors)):
+        err = np.concatenate(parts) if parts else np.empty(0)
+        if len(err):
+            out.update({f"{name}_median": float(np.median(err)), f"{name}_p90": float(np.percentile(err, 90))})
+    if offset_errors:
+        out["grasp_frames"] = int(sum(map(len, offset_errors)))
     return out
 
 

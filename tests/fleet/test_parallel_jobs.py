@@ -6,7 +6,6 @@ Real Ray (2 CPUs), real MuJoCo, real zarr stores, a tiny untrained diffusion pol
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
@@ -24,9 +23,10 @@ TASK, MAX_STEPS = "stack", 20
 
 @pytest.fixture(scope="module")
 def local_ray():
+    from robot_learn.fleet import start_ray
+
     torch.set_num_threads(1)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "MUJOCO_GL": "egl"}})
+    start_ray(num_cpus=2)
     try:
         yield
     finally:
@@ -40,18 +40,13 @@ def test_seed_blocks_cover_every_seed_once_and_refuse_nonsense():
         seed_blocks(0, 2, 0)
 
 
-def test_demos_on_ray_are_the_episodes_one_process_records(local_ray, tmp_path):
+def test_demos_on_ray_are_the_episodes_one_process_records(local_ray, tmp_path, assert_same_episodes_by_seed):
     settings = dict(noise=0.5, seed=7, max_steps=MAX_STEPS, keep_failures=True, cameras=())
     collect_demos(TASK, 4, tmp_path / "local.zarr", progress_bar=False, **settings)
     summary = collect_demos_on_ray(TASK, 4, tmp_path / "ray.zarr", 2, **settings)
     assert summary.stored == 4
-    with EpisodeStore.open(tmp_path / "local.zarr", mode="r") as a, EpisodeStore.open(tmp_path / "ray.zarr", mode="r") as b:
-        where = {int(seed): e for e, seed in enumerate(b.meta["seed"])}
-        assert sorted(where) == [7, 8, 9, 10]
-        for e, seed in enumerate(a.meta["seed"]):
-            (s0, s1), (r0, r1) = a.episode_range(e), b.episode_range(where[int(seed)])
-            for key in ("action", "state", "env_state"):
-                np.testing.assert_array_equal(a.read(key, s0, s1), b.read(key, r0, r1), err_msg=f"{key}, seed {seed}")
+    assert_same_episodes_by_seed(tmp_path / "local.zarr", tmp_path / "ray.zarr", ("action", "state", "env_state"),
+                                 [7, 8, 9, 10])
 
 
 def test_evaluation_on_ray_is_one_process_evaluating_each_block(local_ray, tmp_path):
