@@ -1,14 +1,21 @@
 """HITL methods side by side under the simulated operator, same human-seconds budget.
 
-For each task (default: stack and peg_insert, two task families) a weak base policy
-is trained on expert demos (few steps: ~20-50% success), then each method runs
-``--rounds`` rounds of collect -> curate -> fine-tune -> evaluate from that base:
-HG-DAgger, HG-DAgger + curated rollouts (HELP), RECAP, and a no-operator control that adds
-the same number of autonomous rollouts. Prints success per round with 95%
-intervals, human seconds, and the final success of each method relative to the control.
+The efficacy protocol, by default: for each task (stack and bin_place, two task
+families) a base policy is trained on expert demos from a **narrow** start spread
+(``--demo-spread``), then deployed where it has something to fix: the **medium** spread
+(about three times the narrow one's reach; on the wide ring a narrow base fails almost always)
+with mid-episode disturbances (``--spread``, ``--disturbances``: an object nudged
+before the grasp, a carried grasp that slips). Every round collects, and every
+evaluation runs, under the deployment conditions. From that base each method runs
+``--rounds`` rounds of collect -> curate -> fine-tune -> evaluate: HG-DAgger, HG-DAgger +
+curated rollouts (HELP), RECAP, and two controls: the policy's own successes with no
+operator (``autonomous``), and whole demonstrations recorded with the same human-seconds
+(``more_demos``). Prints success per round with 95% intervals, human seconds, and the
+final success of each method relative to each control.
 
     .venv/bin/python benchmarks/bench_hitl.py --small        # minutes: plumbing check
     .venv/bin/python benchmarks/bench_hitl.py                # the full comparison
+    .venv/bin/python benchmarks/bench_hitl.py --demo-spread wide --spread wide --disturbances   # the old setup
 """
 
 from __future__ import annotations
@@ -25,18 +32,26 @@ import torch
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tasks", nargs="+", default=["stack", "peg_insert"])
-    ap.add_argument("--methods", nargs="+", default=["hgdagger", "help_curated", "recap", "autonomous"])
+    ap.add_argument("--tasks", nargs="+", default=["stack", "bin_place"])
+    ap.add_argument("--methods", nargs="+", default=["hgdagger", "help_curated", "recap", "autonomous", "more_demos"])
+    ap.add_argument("--demo-spread", default="narrow", help="start spread of the base demos (wide | medium | narrow)")
+    ap.add_argument("--spread", default="medium", help="start spread where the rounds collect and evaluate")
+    ap.add_argument("--disturbances", nargs="*", default=["nudge", "slip"],
+                    help="disturbances where the rounds collect and evaluate (none: give the flag alone)")
+    ap.add_argument("--disturbance-probability", type=float, default=0.5, help="chance per episode of each")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--demos", type=int, default=30)
     ap.add_argument("--base-steps", nargs="+", default=["800"],
                     help="base training steps: one number for every task, or TASK=STEPS pairs "
                          "(e.g. stack=2000 peg_insert=4000) to put each family's base at 20-50%%")
+    ap.add_argument("--base-policy", nargs="*", default=[],
+                    help="TASK=DIR: start that task from a saved base policy (trained on its --demo-spread "
+                         "demos) instead of training one")
     ap.add_argument("--lr", type=float, default=1e-3, help="base training (the default recipe's lr)")
     ap.add_argument("--finetune-lr", type=float, default=None, help="per-round fine-tuning lr (default: --lr)")
     ap.add_argument("--episodes", type=int, default=10, help="collected per round")
     ap.add_argument("--train-steps", type=int, default=400, help="fine-tune steps per round")
-    ap.add_argument("--eval-episodes", type=int, default=30)
+    ap.add_argument("--eval-episodes", type=int, default=50)
     ap.add_argument("--budget-s", type=float, default=40.0, help="human seconds per round")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--out", default="outputs/bench_hitl")
@@ -46,7 +61,15 @@ def main() -> None:
         args.demos, args.base_steps, args.episodes, args.train_steps = 4, ["20"], 2, 10
         args.eval_episodes, args.rounds, args.batch_size, args.budget_s = 2, 1, 8, 5.0
     base_steps = _steps_per_task(args.base_steps, args.tasks)
+    base_policies = dict(v.split("=", 1) for v in args.base_policy if "=" in v)
+    if len(base_policies) != len(args.base_policy) or not set(base_policies) <= set(args.tasks):
+        raise SystemExit(f"--base-policy takes TASK=DIR for tasks among {args.tasks}; got {args.base_policy}")
     torch.set_num_threads(1)
+
+    from robot_learn.envs.conditions import EnvConditions
+
+    demo_conditions = EnvConditions.of(args.demo_spread)
+    deployed = EnvConditions.of(args.spread, args.disturbances, args.disturbance_probability)
 
     from robot_learn.data import EpisodeStore, WindowSampler
     from robot_learn.envs import make_sim_robot, task_spec
@@ -57,6 +80,7 @@ def main() -> None:
     from robot_learn.loops.round import LoopContext
     from robot_learn.loops.rounds import plot_rounds
     from robot_learn.policies import diffusion_state_config, load_policy
+    from robot_learn.policies.checkpoint import resolve_policy_dir
     from robot_learn.training import TrainConfig, Trainer, build_policy_for_view
 
     out = Path(args.out)
@@ -68,20 +92,27 @@ def main() -> None:
         tdir = out / task
         demo_path = tdir / "demos.zarr"
         if not demo_path.exists():
-            collect_demos(task, args.demos, demo_path, cameras=(), progress_bar=False)
+            collect_demos(task, args.demos, demo_path, cameras=(), progress_bar=False, conditions=demo_conditions)
         demos = EpisodeStore.open(demo_path).view(success=True)
         train_cfg = TrainConfig(steps=base_steps[task], batch_size=args.batch_size, lr=args.lr, warmup_steps=50, ckpt_every=0,
                                 log_every=50, device="cpu", num_threads=1, progress_bar=False,
                                 out_dir=str(tdir / "base"))
-        policy = build_policy_for_view(diffusion_state_config(), demos)
-        sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
-                                action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=0)
-        base_dir = Path(Trainer(policy, sampler, train_cfg).fit()["final_policy_dir"])
-        s = evaluate(load_policy(base_dir), task, episodes=args.eval_episodes, workers=1, videos=0,
-                     vectorization="sync").summary
+        if task in base_policies:
+            base_dir = resolve_policy_dir(base_policies[task])
+        else:
+            policy = build_policy_for_view(diffusion_state_config(), demos)
+            sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
+                                    action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=0)
+            base_dir = Path(Trainer(policy, sampler, train_cfg).fit()["final_policy_dir"])
+        print(f"\n{task}: base {base_policies.get(task) or f'trained {base_steps[task]} steps'} on "
+              f"{demos.num_episodes} demos ({demo_conditions.describe()})")
+        for where, conditions in (("demos' spread", demo_conditions), ("deployed", deployed)):
+            s = evaluate(load_policy(base_dir), task, episodes=args.eval_episodes, workers=1, videos=0,
+                         vectorization="sync", conditions=conditions, seed=1_000_000).summary
+            print(f"{task}: base success {where} ({conditions.describe()}): {s.success_rate:.1%} "
+                  f"[{s.ci_low:.1%}, {s.ci_high:.1%}]")
         base = {"round": 0, "success_rate": s.success_rate, "ci_low": s.ci_low, "ci_high": s.ci_high,
                 "human_seconds": 0.0}
-        print(f"\n{task}: base success {s.success_rate:.1%} [{s.ci_low:.1%}, {s.ci_high:.1%}]")
         results[task] = {}
         for method in args.methods:
             mdir = tdir / method
@@ -91,7 +122,9 @@ def main() -> None:
                                         eval_episodes=args.eval_episodes, **critic)
 
             def make_robot():
-                robot = make_sim_robot(task, cameras=(), max_steps=max_steps)
+                robot = make_sim_robot(task, cameras=(), max_steps=max_steps, start_spread=args.spread,
+                                       disturbances=args.disturbances,
+                                       disturbance_probability=args.disturbance_probability)
                 robot.connect()
                 return robot
 
@@ -101,7 +134,7 @@ def main() -> None:
 
             ctx = LoopContext(mdir, task, demos, make_robot, make_operator,
                               dataclasses.replace(train_cfg, out_dir=str(mdir), lr=args.finetune_lr or args.lr),
-                              max_steps=max_steps, base_policy_dir=base_dir)
+                              max_steps=max_steps, base_policy_dir=base_dir, conditions=deployed)
             loop = make_method(ctx, loop_cfg)
             history, policy_dir, t0 = [base], base_dir, time.perf_counter()
             for r in range(1, args.rounds + 1):
@@ -123,12 +156,17 @@ def main() -> None:
             last = by_method[m][-1]
             cells.append(f"{last['success_rate']:.0%} [{last['ci_low']:.0%},{last['ci_high']:.0%}]")
         print(f"{task:12s}" + "".join(f"{c:>20s}" for c in cells))
-    if "autonomous" in args.methods:
-        print("\nratio of final success to the no-operator control (per task; median over tasks):")
+    for control in ("autonomous", "more_demos"):
+        if control not in args.methods:
+            continue
+        print(f"\nratio of final success to the {control} control (per task; median over tasks); "
+              "intervals apart: a HITL method's 95% interval entirely above the control's:")
         for m in args.methods:
-            ratios = [by[m][-1]["success_rate"] / max(by["autonomous"][-1]["success_rate"], 1e-9)
+            ratios = [by[m][-1]["success_rate"] / max(by[control][-1]["success_rate"], 1e-9)
                       for by in results.values()]
-            print(f"  {m:17s} {' '.join(f'{x:.2f}' for x in ratios)}; median {statistics.median(ratios):.2f}")
+            apart = ["yes" if by[m][-1]["ci_low"] > by[control][-1]["ci_high"] else "no" for by in results.values()]
+            print(f"  {m:17s} {' '.join(f'{x:.2f}' for x in ratios)}; median {statistics.median(ratios):.2f}; "
+                  f"apart {' '.join(apart)}")
     (out / "results.json").write_text(json.dumps(results, indent=2))
     print(f"\ntotal {time.perf_counter() - t_all:.0f} s; results in {out / 'results.json'}")
 

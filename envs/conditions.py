@@ -31,7 +31,7 @@ class StartSpreadWrapper(gym.Wrapper):
 
 @dataclass(frozen=True)
 class EnvConditions:
-    """A start spread (``wide``, the default, or ``narrow``) and optional disturbances."""
+    """A start spread (``wide``, the default, ``medium`` or ``narrow``) and optional disturbances."""
 
     start_spread: str = DEFAULT_START_SPREAD
     disturbances: Disturbances | None = None

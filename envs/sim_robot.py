@@ -37,16 +37,20 @@ class SimRobot:
     ``send_action`` takes a pose action ``[x, y, z, yaw, gripper]`` (``action_mode="pose"``)
     or joint targets in ``JOINT_NAMES`` order (``"joint"``), as an array or a dict
     keyed by those names, steps the physics one control period, and returns what was sent.
+    ``conditions`` (an :class:`~envs.conditions.EnvConditions`; None: the defaults) sets
+    where :meth:`reset` puts the objects and which disturbances happen mid-episode.
     """
 
     def __init__(self, task: str, cameras: Sequence[str] = (), image_size: int = 96,
-                 action_mode: str = "pose", max_steps: int | None = None) -> None:
-        from .registry import make_env, task_spec
+                 action_mode: str = "pose", max_steps: int | None = None, conditions: Any = None) -> None:
+        from .conditions import DEFAULT_CONDITIONS
+        from .registry import task_spec
 
         task_spec(task)  # unknown task -> ValueError listing the valid ones
         self.task = task
-        self._make = lambda: make_env(task, cameras=tuple(cameras), image_size=image_size,
-                                      action_mode=action_mode, max_steps=max_steps)
+        self.conditions = conditions or DEFAULT_CONDITIONS
+        self._make = lambda: self.conditions.make_env(task, cameras=tuple(cameras), image_size=image_size,
+                                                      action_mode=action_mode, max_steps=max_steps)
         self.action_names = POSE_ACTION_NAMES if action_mode == "pose" else JOINT_NAMES
         self.env: Any = None
         self._obs: dict[str, Any] | None = None
@@ -148,6 +152,11 @@ class SimRobot:
         return self._obs
 
 
-def make_sim_robot(task: str, **kwargs: Any) -> SimRobot:
-    """Factory used by the ``robot=sim_so101`` config (Hydra ``_target_``)."""
-    return SimRobot(task, **kwargs)
+def make_sim_robot(task: str, start_spread: str = "wide", disturbances: Sequence[str] = (),
+                   disturbance_probability: float = 1.0, disturbance_seed: int = 0, **kwargs: Any) -> SimRobot:
+    """Factory used by the ``robot=sim_so101`` config (Hydra ``_target_``): the conditions
+    come as the config's plain values (see :meth:`~envs.conditions.EnvConditions.of`)."""
+    from .conditions import EnvConditions
+
+    conditions = EnvConditions.of(start_spread, list(disturbances or []), disturbance_probability, disturbance_seed)
+    return SimRobot(task, conditions=conditions, **kwargs)

@@ -74,7 +74,10 @@ def improve_app(cfg: DictConfig) -> int:
     from robot_learn.loops.rounds import run_rounds
     from robot_learn.policies import load_policy
 
+    from robot_learn.cli.settings import env_conditions
+
     task = check_task(cfg.task.name)
+    conditions = env_conditions(cfg)  # where the rounds collect and evaluate
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     loop_cfg = instantiate_node(cfg.loop, "loop")
     train_cfg = instantiate_node(cfg.train, "train", out_dir=str(run_dir))
@@ -82,7 +85,7 @@ def improve_app(cfg: DictConfig) -> int:
         torch.set_num_threads(train_cfg.num_threads)
     sources = ", ".join(f"{k} {v:g}" for k, v in loop_cfg.sources.items())
     print(f"run dir: {run_dir}\nloop: {loop_cfg.method}, {cfg.rounds} rounds of {loop_cfg.episodes} episodes "
-          f"from {sources}")
+          f"from {sources}" + ("" if conditions.is_default else f", under {conditions.describe()}"))
 
     demos, expert_demos = base_demos(cfg, task, method_class(loop_cfg.method), loop_cfg, run_dir)
     base_dir = train_base_policy(cfg, demos, run_dir, train_cfg, expert_demos.store.path)
@@ -94,7 +97,7 @@ def improve_app(cfg: DictConfig) -> int:
         else:
             s = evaluate(load_policy(base_dir), task, episodes=loop_cfg.eval_episodes, seed=loop_cfg.eval_seed,
                          workers=loop_cfg.eval_workers, videos=0, max_steps=cfg.task.max_steps,
-                         vectorization="sync").summary
+                         vectorization="sync", conditions=conditions).summary
             base_numbers = {"round": 0, "success_rate": s.success_rate, "ci_low": s.ci_low, "ci_high": s.ci_high,
                             "eval_episodes": s.episodes, "eval_successes": s.successes, "human_seconds": 0.0,
                             "policy_dir": str(base_dir)}
@@ -117,7 +120,7 @@ def improve_app(cfg: DictConfig) -> int:
 
     ctx = LoopContext(run_dir=run_dir, task=task, demos=demos, make_robot=make_robot, make_operator=make_operator,
                       train_config=train_cfg, rate_hz=float(cfg.rate_hz), max_steps=int(cfg.task.max_steps),
-                      base_policy_dir=base_dir, expert_demos=expert_demos)
+                      base_policy_dir=base_dir, expert_demos=expert_demos, conditions=conditions)
     method = make_method(ctx, loop_cfg)
 
     def one_round(r: int, policy_dir: Path):

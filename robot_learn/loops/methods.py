@@ -8,11 +8,13 @@ from robot_learn.loops.autonomous import Autonomous
 from robot_learn.loops.guided import Guided
 from robot_learn.loops.help_curated import HelpCurated
 from robot_learn.loops.hgdagger import HGDagger
+from robot_learn.loops.more_demos import MoreDemos
 from robot_learn.loops.recap import Recap
 from robot_learn.loops.reversed import Reversed
 from robot_learn.loops.round import LoopConfig, LoopContext, Method
 
-METHODS: dict[str, type[Method]] = {m.name: m for m in (HGDagger, HelpCurated, Recap, Autonomous, Reversed, Guided)}
+METHODS: dict[str, type[Method]] = {m.name: m for m in (HGDagger, HelpCurated, Recap, Autonomous, MoreDemos, Reversed,
+                                                     Guided)}
 
 
 def method_class(name: str) -> type[Method]:

@@ -75,6 +75,9 @@ class LoopContext:
     base_policy_dir: Path | None = None         # what RETAIN merges towards (default: the round's start)
     expert_demos: Any = None                    # the expert's demos when ``demos`` derive from them
                                                 # (loop=reversed: the easy task's); None: ``demos``
+    conditions: Any = None                      # EnvConditions the rounds are evaluated under (start
+                                                # spread, disturbances; None: the defaults); the
+                                                # robots of ``make_robot`` should run under the same
 
 
 @dataclass(frozen=True)
@@ -177,7 +180,7 @@ class Method:
 
         result = evaluate(load_policy(policy_dir), self.ctx.task, episodes=self.cfg.eval_episodes,
                           seed=self.cfg.eval_seed, workers=self.cfg.eval_workers, videos=0,
-                          max_steps=self.ctx.max_steps, vectorization="sync")
+                          max_steps=self.ctx.max_steps, vectorization="sync", conditions=self.ctx.conditions)
         return round_numbers(collected, r, self.ctx.rate_hz, result.summary, frames)
 
 

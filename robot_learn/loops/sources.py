@@ -6,7 +6,10 @@ config (no weights: equal), or a ``{name: weight}`` mapping from Python. Each so
 with the current policy and records into the run's ``collected.zarr``:
 
 - ``hitl``: under the operator, who takes over and hands back;
-- ``autonomous``: the policy alone (no operator).
+- ``autonomous``: the policy alone (no operator);
+- ``teleop``: whole demonstrations by the operator, no policy running, until the round's
+  episodes or the operator's budget of human seconds is spent (the "more demos for the
+  same human-seconds" control; a simulated operator demonstrates for this source).
 
 A session resumes after its own committed episodes (sources are told apart by the
 operator recorded with each episode). Later loops add sources with :func:`register_source`.
@@ -75,18 +78,26 @@ def collect_from_sources(ctx: Any, sources: Mapping[str, float], episodes: int, 
 
 
 def run_session(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, operator: Any, episodes: int,
-                seed: int, steering: Any = None) -> None:
+                seed: int, steering: Any = None, until_budget_spent: bool = False) -> None:
     """Round ``r``'s ``episodes`` of a HITL session on a robot of ``ctx`` into ``store``
-    (resuming after its committed ones); ``steering`` plans the policy's chunks (None: its own)."""
+    (resuming after its committed ones); ``steering`` plans the policy's chunks (None: its own);
+    ``policy`` None: the robot holds still unless the operator acts. ``until_budget_spent``:
+    start no episode once the operator's human-seconds budget is spent."""
     from robot_learn.loops.policy_actor import PolicyActor
     from robot_learn.loops.session import HITLSession
 
     robot = ctx.make_robot()
+    actor = PolicyActor(policy, seed=seed, steering=steering) if policy is not None else None
     try:
-        session = HITLSession(robot, PolicyActor(policy, seed=seed, steering=steering), operator, store, ctx.task,
+        session = HITLSession(robot, actor, operator, store, ctx.task,
                               rate_hz=ctx.rate_hz, max_steps=ctx.max_steps, round_index=r, policy_id=policy_id,
                               log_path=ctx.run_dir / "sessions.jsonl")
-        session.run(episodes, seed=seed)
+        if not until_budget_spent:
+            session.run(episodes, seed=seed)
+        for n in range(1, episodes + 1) if until_budget_spent else ():
+            if getattr(operator, "budget_left_s", float("inf")) <= 0 or session.paused:
+                break
+            session.run(n, seed=seed)
     finally:
         robot.disconnect()
     if session.paused:
@@ -104,5 +115,21 @@ def _autonomous(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, episo
     run_session(ctx, r, policy, policy_id, store, None, episodes, seed)
 
 
+def _teleop(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, episodes: int, seed: int) -> None:
+    if ctx.make_operator is None:
+        raise ValueError("source 'teleop' needs an operator to demonstrate; valid sources without one: autonomous")
+    operator = ctx.make_operator(r)
+    # A simulated operator is asked to demonstrate for this source only (a person just drives).
+    was = getattr(operator, "demonstrate", None)
+    if was is not None:
+        operator.demonstrate = True
+    try:
+        run_session(ctx, r, None, "teleop", store, operator, episodes, seed, until_budget_spent=True)
+    finally:
+        if was is not None:
+            operator.demonstrate = was
+
+
 register_source("hitl", _hitl)
 register_source("autonomous", _autonomous)
+register_source("teleop", _teleop)

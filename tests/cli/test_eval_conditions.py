@@ -27,7 +27,7 @@ def test_eval_runs_under_the_spread_and_disturbances_it_is_given(run_cli, tmp_pa
 
 
 @pytest.mark.parametrize("args, message", [
-    (["start_spread=medium"], "start_spread: unknown start_spread 'medium'; valid: wide, narrow"),
+    (["start_spread=middle"], "start_spread: unknown start_spread 'middle'; valid: wide, medium, narrow"),
     (["disturbances=[shove]"], "disturbances: unknown disturbance 'shove'; valid: nudge, slip"),
     (["disturbances=nudge", "disturbance_probability=1.5"], "disturbance_probability must be <= 1, got 1.5"),
     (["disturbance_probability=abc"], "disturbance_probability must be a number, got 'abc'"),
@@ -39,8 +39,8 @@ def test_bad_conditions_are_one_line_errors_naming_the_key(user_error, tmp_path,
 
 
 def test_train_checks_its_evaluation_conditions_before_training(user_error):
-    assert "eval.start_spread: unknown start_spread 'medium'" in user_error(
-        "train", "task=stack", "policy=diffusion_state", "eval.start_spread=medium")
+    assert "eval.start_spread: unknown start_spread 'middle'" in user_error(
+        "train", "task=stack", "policy=diffusion_state", "eval.start_spread=middle")
 
 
 def test_collect_records_its_demos_under_the_narrow_spread(run_cli, tmp_path):
@@ -62,8 +62,8 @@ def test_collect_records_its_demos_under_the_narrow_spread(run_cli, tmp_path):
 
 
 def test_collect_refuses_an_unknown_spread_naming_the_valid_ones(user_error):
-    assert "start_spread: unknown start_spread 'medium'; valid: wide, narrow" in user_error(
-        "collect", "task=bin_place", "episodes=1", "start_spread=medium")
+    assert "start_spread: unknown start_spread 'middle'; valid: wide, medium, narrow" in user_error(
+        "collect", "task=bin_place", "episodes=1", "start_spread=middle")
 
 
 def test_eval_replans_as_often_as_execute_horizon_says(run_cli, tmp_path):

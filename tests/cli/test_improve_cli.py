@@ -37,6 +37,30 @@ def test_improve_composes_sources_per_round_from_config(run_cli, tmp_path):
     assert operators[0] != "" and operators[1] == ""  # one episode each: the operator's, then none
 
 
+def test_more_demos_round_under_the_efficacy_protocols_conditions(run_cli, tmp_path):
+    """Narrow base demos; the round's whole demonstrations and its evaluation run wide, with nudges."""
+    out = run_cli("improve", "loop=more_demos", "rounds=1", *TINY, "task.max_steps=100", "operator.budget_s=6",
+                  "data.start_spread=narrow", "disturbances=[nudge]", "disturbance_probability=0.5", timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "(narrow)" in out.stdout and "under wide + nudge p=0.5" in out.stdout
+    from robot_learn.data import EpisodeStore
+
+    run = tmp_path / "outputs/improve/stack_more_demos"
+    collected = EpisodeStore.open(run / "collected.zarr")
+    assert set(collected.meta["policy_id"]) == {"teleop"} and collected.view().read("intervention")[0]
+    r1 = json.loads((run / "rounds.json").read_text())[1]
+    assert r1["human_seconds"] == 6.0 and 1 <= r1["collected_episodes"] < 2 + 1
+
+
+def test_bad_round_conditions_are_one_line_errors_naming_the_key(user_error):
+    assert "start_spread: unknown start_spread 'middle'; valid: wide, medium, narrow" in user_error(
+        "improve", "start_spread=middle", *TINY)
+    assert "disturbances: unknown disturbance 'shove'; valid: nudge, slip" in user_error(
+        "improve", "disturbances=[shove]", *TINY)
+    assert "data.start_spread: unknown start_spread 'middle'; valid: wide, medium, narrow" in user_error(
+        "improve", "data.start_spread=middle", *TINY)
+
+
 def test_reversed_loop_learns_stack_from_reversed_unstack_episodes_only(run_cli, tmp_path):
     out = run_cli("improve", "loop=reversed", "rounds=1", *TINY, "loop.easy_train_steps=4",
                   "loop.sources=[autonomous,reversed]", "loop.cycles=1", "loop.cycle_legs=2", "base_eval=false", timeout=300)
@@ -83,7 +107,7 @@ def test_unknown_loop_is_a_clear_error(user_error):
 
 def test_unknown_source_is_a_clear_error(user_error):
     line = user_error("improve", "loop.sources=[hitl,imagined]", *TINY)
-    assert "unknown source 'imagined'; valid sources: hitl, autonomous, guided, reversed" in line
+    assert "unknown source 'imagined'; valid sources: hitl, autonomous, teleop, guided, reversed" in line
 
 
 def test_negative_or_all_zero_source_weights_are_clear_errors(user_error):

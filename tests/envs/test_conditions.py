@@ -30,7 +30,7 @@ def test_conditions_wrap_the_env_and_every_reset_uses_the_spread():
 
 
 @pytest.mark.parametrize("make, match", [
-    (lambda: EnvConditions.of("medium"), r"unknown start_spread 'medium'; valid: wide, narrow"),
+    (lambda: EnvConditions.of("middle"), r"unknown start_spread 'middle'; valid: wide, medium, narrow"),
     (lambda: EnvConditions.of(disturbances=["shove"]), r"unknown disturbance 'shove'; valid: nudge, slip"),
     (lambda: EnvConditions.of("narrow").make_env("pusht"),
      r"start_spread and disturbances are for our tabletop tasks \(stack, .*\); external task 'pusht'"),

@@ -53,3 +53,20 @@ def test_sim_robot_refuses_nan_and_use_out_of_order():
         robot.send_action(hold)
     with pytest.raises(ValueError, match="unknown task 'stak'"):
         SimRobot("stak")
+
+
+def test_sim_robot_runs_under_the_conditions_its_config_names():
+    from robot_learn.envs import make_sim_robot
+
+    robot = make_sim_robot("stack", cameras=(), start_spread="narrow", disturbances=["slip"],
+                           disturbance_probability=0.5)
+    robot.connect()
+    narrow = make_env("stack", cameras=())
+    for seed in (0, 1):
+        obs = robot.reset(seed)
+        np.testing.assert_array_equal(obs["env_state"],
+                                      narrow.reset(seed=seed, options={"start_spread": "narrow"})[0]["env_state"])
+        assert obs["info"]["disturbances"] == {"nudge": 0, "slip": 0}
+    robot.disconnect()
+    with pytest.raises(ValueError, match=r"unknown start_spread 'middle'; valid: wide, medium, narrow"):
+        make_sim_robot("stack", start_spread="middle")

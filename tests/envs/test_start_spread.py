@@ -1,7 +1,7 @@
 """Start distributions: ``reset(options={"start_spread": ...})`` on every tabletop task.
 
 ``wide`` (the default) is the distribution the tasks always had; ``narrow`` keeps each
-object near one nominal layout of its task.
+object near one nominal layout of its task, ``medium`` less near.
 """
 
 import hashlib
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from robot_learn.envs import TASK_NAMES, make_env, make_expert
-from robot_learn.envs.start_spread import NARROW, START_SPREADS
+from robot_learn.envs.start_spread import MEDIUM, NARROW, START_SPREADS
 from robot_learn.envs.task_base import ANGLE_RANGE, RADIUS_RANGE, yaw_of_quat
 
 # sha256 (first 16 hex digits) of params, template and colours of seeds 0..4, recorded
@@ -94,21 +94,22 @@ def test_the_expert_succeeds_from_narrow_starts(name):
         assert info["success"], (name, seed)
 
 
-def test_narrow_layouts_jitter_around_the_nominal_one():
+@pytest.mark.parametrize("spread", [NARROW, MEDIUM], ids=lambda s: s.name)
+def test_narrow_and_medium_layouts_jitter_around_the_nominal_one(spread):
     env = make_env("bin_place", cameras=())
     nominal = env.task.nominal_params()
-    env.reset(seed=3, options={"start_spread": "narrow"})
+    env.reset(seed=3, options={"start_spread": spread.name})
     for slot in (0, 3, 6):  # move, target, distractor
         r0, a0 = math.hypot(*nominal[slot:slot + 2]), math.atan2(nominal[slot + 1], nominal[slot])
         r, a = math.hypot(*env.params[slot:slot + 2]), math.atan2(env.params[slot + 1], env.params[slot])
-        assert abs(r - r0) <= NARROW.radius + 1e-9 and abs(a - a0) <= NARROW.bearing + 1e-9
+        assert abs(r - r0) <= spread.radius + 1e-9 and abs(a - a0) <= spread.bearing + 1e-9
     _, quat = env.object_pose("move")
-    assert abs(env.params[2] - nominal[2]) <= NARROW.yaw
+    assert abs(math.remainder(env.params[2] - nominal[2], 2 * math.pi)) <= spread.yaw
     assert abs(math.remainder(yaw_of_quat(quat) - env.params[2], math.pi / 2)) < 0.05
 
 
 def test_an_unknown_start_spread_is_refused_with_the_valid_ones():
     env = make_env("stack", cameras=())
-    with pytest.raises(ValueError, match=r"unknown start_spread 'medium'; valid: wide, narrow"):
-        env.reset(seed=0, options={"start_spread": "medium"})
-    assert list(START_SPREADS) == ["wide", "narrow"]
+    with pytest.raises(ValueError, match=r"unknown start_spread 'middle'; valid: wide, medium, narrow"):
+        env.reset(seed=0, options={"start_spread": "middle"})
+    assert list(START_SPREADS) == ["wide", "medium", "narrow"]

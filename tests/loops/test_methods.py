@@ -103,6 +103,42 @@ def test_autonomous_control_collects_without_an_operator_and_keeps_only_successe
     assert numbers["train_frames"] == {"base": ctx.demos.num_frames, **({"successes": wins} if wins else {})}
 
 
+def test_more_demos_control_records_whole_demonstrations_until_the_human_budget_is_spent(tmp_path, base):
+    from loop_fixtures import TASK
+
+    from robot_learn.data import EpisodeStore
+    from robot_learn.envs import make_sim_robot
+    from robot_learn.loops.aggregation import human_steps_mask
+    from robot_learn.loops.operators import SimulatedOperator
+
+    demos, base_dir = base
+    ctx = make_context(tmp_path / "more_demos", demos, base_dir)
+    operator = SimulatedOperator(TASK, budget_s=8.0, rate_hz=ctx.rate_hz)
+    ctx.make_operator = lambda r: (operator.new_round(), operator)[1]
+    ctx.max_steps = 100  # a whole stack demonstration takes about 45 steps
+
+    def make_robot():
+        robot = make_sim_robot(TASK, cameras=(), max_steps=ctx.max_steps)
+        robot.connect()
+        return robot
+
+    ctx.make_robot = make_robot
+    cfg = make_loop_config("more_demos", episodes=5, train_steps=2, eval_episodes=1)
+    assert dict(cfg.sources) == {"teleop": 1.0}
+    _, numbers = make_method(ctx, cfg).run_round(1, base_dir)
+    collected = EpisodeStore.open(ctx.run_dir / "collected.zarr")
+    # The operator drove from each episode's first step, and stopped at the 8 s budget:
+    # fewer episodes than asked, 80 human steps, no policy running.
+    assert 1 <= collected.num_episodes < 5 and numbers["human_seconds"] == pytest.approx(8.0)
+    masks = [human_steps_mask(collected, e) for e in range(collected.num_episodes)]
+    assert all(m[0] for m in masks) and set(collected.meta["policy_id"]) == {"teleop"}
+    whole = [e for e, m in enumerate(masks) if m.all() and collected.meta["success"][e]]
+    frames = sum(int(collected.episode_ends[e] - collected.episode_starts[e]) for e in whole)
+    assert whole, "no whole demonstration succeeded within the budget"
+    assert numbers["train_frames"] == {"base": ctx.demos.num_frames, "demos": frames}
+    assert operator.demonstrate is False  # asked to demonstrate for the teleop source only
+
+
 def test_retrain_merge_and_success_conditioning_compose_in_one_round(tmp_path, base):
     _, new_dir, _ = run_round(tmp_path, base, "hgdagger", train_mode="retrain", merge_alpha=0.5,
                               return_threshold=0.5)

@@ -8,6 +8,10 @@ more than ``plan_tol`` from where the expert would command it. After
 expert until progress has risen ``recover_gain`` above where it took over and
 the expert's plan is again close (back on track), then hands back. A per-round
 budget of human seconds caps how much it may intervene.
+
+With ``demonstrate=True`` it records whole demonstrations instead (the
+"more demos for the same human-seconds" arm of an efficacy test): it takes control
+at an episode's first step and keeps it to the end, until the budget is spent.
 """
 
 from __future__ import annotations
@@ -64,12 +68,14 @@ class SimulatedOperator:
 
     ``budget_s``: human seconds allowed per round (``None``: unlimited); it is
     spent at ``1 / rate_hz`` seconds per step in control and refilled by
-    :meth:`new_round`.
+    :meth:`new_round`. ``demonstrate``: take control at every episode's first step and
+    keep it (whole demonstrations; the rule is not used).
     """
 
     def __init__(self, task: str, rule: TakeoverRule | None = None, reaction_steps: int = 3,
                  recover_gain: float = 0.15, budget_s: float | None = None, rate_hz: float = 10.0,
-                 expert_noise: float = 0.0, seed: int = 0, operator_id: str = "simulated") -> None:
+                 expert_noise: float = 0.0, seed: int = 0, operator_id: str = "simulated",
+                 demonstrate: bool = False) -> None:
         if reaction_steps < 0:
             raise ValueError(f"reaction_steps must be >= 0, got {reaction_steps}")
         self.task = task
@@ -81,6 +87,7 @@ class SimulatedOperator:
         self.expert_noise = float(expert_noise)
         self.seed = int(seed)
         self.id = operator_id
+        self.demonstrate = bool(demonstrate)
         self.spent_s = 0.0
         self.takeovers = 0
         self.reasons: list[str] = []
@@ -93,7 +100,8 @@ class SimulatedOperator:
 
     @property
     def budget_left_s(self) -> float:
-        return float("inf") if self.budget_s is None else max(0.0, self.budget_s - self.spent_s)
+        # (a float tolerance: sixty 0.1 s steps spend a 6 s budget)
+        return float("inf") if self.budget_s is None else max(0.0, self.budget_s - self.spent_s - 1e-9)
 
     def start_episode(self, robot: Any) -> None:
         from robot_learn.envs import make_expert
@@ -116,6 +124,8 @@ class SimulatedOperator:
         progress = float(info.get("progress", 0.0))
         self.progress.append(progress)
         t = len(self.progress)
+        if self.demonstrate:
+            return self._poll_demonstrating(mode)
         if mode is Mode.HUMAN:
             if self.budget_left_s <= 0:
                 return [Request.RELEASE]
@@ -142,6 +152,15 @@ class SimulatedOperator:
                 self.onset_progress = progress
                 self.takeovers += 1
                 return [Request.TAKEOVER]
+        return []
+
+    def _poll_demonstrating(self, mode: Mode) -> list[Request]:
+        """Whole demonstrations: in control from the first step until the budget is spent."""
+        if self.budget_left_s <= 0:
+            return [Request.RELEASE] if mode is Mode.HUMAN else []
+        if mode in (Mode.AUTONOMOUS, Mode.RESET):  # from the first step: queued behind the reset
+            self.takeovers += 1
+            return [Request.TAKEOVER]
         return []
 
     def act(self, obs: dict[str, Any]) -> np.ndarray:
