@@ -55,6 +55,8 @@ def main() -> None:
     ap.add_argument("--budget-s", type=float, default=40.0, help="human seconds per round")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--out", default="outputs/bench_hitl")
+    ap.add_argument("--no-widen", action="store_true",
+                    help="keep each policy's sampling range at its base demos' (loop widen_range=false)")
     ap.add_argument("--small", action="store_true", help="tiny budget: checks the plumbing only")
     args = ap.parse_args()
     if args.small:
@@ -119,7 +121,7 @@ def main() -> None:
             operator = SimulatedOperator(task, budget_s=args.budget_s, seed=1)
             critic = {"critic_steps": 300} if method in ("help_curated", "recap") else {}
             loop_cfg = make_loop_config(method, episodes=args.episodes, train_steps=args.train_steps,
-                                        eval_episodes=args.eval_episodes, **critic)
+                                        eval_episodes=args.eval_episodes, widen_range=not args.no_widen, **critic)
 
             def make_robot():
                 robot = make_sim_robot(task, cameras=(), max_steps=max_steps, start_spread=args.spread,

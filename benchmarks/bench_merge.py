@@ -8,6 +8,15 @@ BASE and FINETUNED are policy, run or checkpoint dirs of the same architecture (
 ``outputs/improve/<run>/base`` and a round's ``train``). ``--module-alpha`` pins alpha
 for a module prefix while the swept value is the default for the rest. Retention on a
 task is the merged policy's success there over the base policy's.
+
+A single-task policy fine-tuned for a wider deployment (the efficacy protocol of
+``bench_hitl.py``) has no other tasks to forget; its retention is measured on the
+start spread it was first trained on: ``--spread medium --disturbances nudge slip``
+sets the target's conditions and ``--others stack@narrow`` names a task under a spread:
+
+    .venv/bin/python benchmarks/bench_merge.py outputs/eff/stack/base/policy \
+        outputs/eff/stack/hgdagger/round_03/train --task stack --others stack@narrow \
+        --spread medium --disturbances nudge slip --disturbance-probability 0.5
 """
 
 from __future__ import annotations
@@ -18,7 +27,8 @@ import time
 
 import torch
 
-from robot_learn.evaluation import alpha_sweep
+from robot_learn.envs.conditions import EnvConditions
+from robot_learn.evaluation import alpha_sweep, evaluate
 from robot_learn.policies import load_policy
 from robot_learn.policies.checkpoint import resolve_policy_dir
 
@@ -28,7 +38,11 @@ def main() -> None:
     parser.add_argument("base")
     parser.add_argument("finetuned")
     parser.add_argument("--task", required=True, help="the task the policy was fine-tuned for")
-    parser.add_argument("--others", nargs="*", default=[], help="tasks whose retention is measured")
+    parser.add_argument("--others", nargs="*", default=[],
+                        help="tasks whose retention is measured; TASK@SPREAD: that task under a start spread")
+    parser.add_argument("--spread", default="wide", help="the target's start spread (wide | medium | narrow)")
+    parser.add_argument("--disturbances", nargs="*", default=[], help="the target's disturbances (nudge, slip)")
+    parser.add_argument("--disturbance-probability", type=float, default=1.0)
     parser.add_argument("--alphas", nargs="+", type=float, default=[0.0, 0.25, 0.5, 0.75, 1.0])
     parser.add_argument("--module-alpha", nargs="*", default=[], help="PREFIX=ALPHA pinned per module")
     parser.add_argument("--episodes", type=int, default=50)
@@ -43,8 +57,17 @@ def main() -> None:
     base = load_policy(resolve_policy_dir(args.base))
     finetuned = load_policy(resolve_policy_dir(args.finetuned))
     t0 = time.perf_counter()
+    target = EnvConditions.of(args.spread, args.disturbances, args.disturbance_probability)
+
+    def success(policy, name):
+        task, _, spread = name.partition("@")
+        conditions = EnvConditions.of(spread) if spread else target
+        return evaluate(policy, task, episodes=args.episodes, videos=0, max_steps=args.max_steps,
+                        workers=args.workers, conditions=conditions).summary
+
+    print(f"target: {args.task} under {target.describe()}; others: {', '.join(args.others) or 'none'}")
     rows = alpha_sweep(base, finetuned, [{"default": a, **pinned} for a in args.alphas], args.task, args.others,
-                       episodes=args.episodes, max_steps=args.max_steps, workers=args.workers)
+                       success=success)
     print(f"{'alpha':>6} {args.task + ' (target)':>22}" + "".join(f"{t + ' retention':>24}" for t in args.others))
     for row in rows:
         target = row["target"]

@@ -21,12 +21,15 @@ __all__ = ["CLIError", "CONFIG_PATH", "demo_store_path", "missing_settings", "ob
 CONFIG_PATH = str((Path(__file__).resolve().parent / "../../configs").resolve())
 
 
-def demo_store_path(task: str, cameras: Sequence[str], image_size: int) -> str:
+def demo_store_path(task: str, cameras: Sequence[str], image_size: int, start_spread: str = "wide") -> str:
     """Default demo store of a task: ``data/<task>_demos.zarr`` for state-only demos,
-    ``data/<task>_demos_<cam>_<cam>_<size>.zarr`` when images are recorded."""
+    ``data/<task>_demos_<cam>_<cam>_<size>.zarr`` when images are recorded; demos from
+    a start spread other than ``wide`` end in ``_<spread>`` (``data/stack_demos_narrow.zarr``),
+    so they never mix with the default ones."""
     cams = list(cameras or [])
     suffix = "_" + "_".join([*map(str, cams), str(image_size)]) if cams else ""
-    return f"data/{task}_demos{suffix}.zarr"
+    spread = "" if str(start_spread) == "wide" else f"_{start_spread}"
+    return f"data/{task}_demos{suffix}{spread}.zarr"
 
 
 def observed_cameras(camera_names: Sequence[str], encoder_cameras: Sequence[str]) -> list[str]:
@@ -34,7 +37,7 @@ def observed_cameras(camera_names: Sequence[str], encoder_cameras: Sequence[str]
     return list(dict.fromkeys([*map(str, camera_names or []), *map(str, encoder_cameras or [])]))
 
 
-# Hydra configs refer to them as ${demo_store_path:task,cameras,image_size} and
+# Hydra configs refer to them as ${demo_store_path:task,cameras,image_size[,start_spread]} and
 # ${observed_cameras:camera_names,encoder_cameras}.
 for _name, _resolver in (("demo_store_path", demo_store_path), ("observed_cameras", observed_cameras)):
     if not OmegaConf.has_resolver(_name):

@@ -48,9 +48,9 @@ def base_demos(cfg: DictConfig, task: str, method: Any, loop_cfg: Any, run_dir: 
     task's own default store unless data.path is set), made into base data by the method."""
     recipe = method.demo_recipe(task)
     path = cfg.data.path
-    cams, size = cfg.data.cameras, cfg.data.image_size
-    if (recipe.task != task or recipe.to_rest) and path == demo_store_path(task, cams, size):
-        path = demo_store_path(recipe.task, cams, size)
+    cams, size, spread = cfg.data.cameras, cfg.data.image_size, cfg.data.start_spread
+    if (recipe.task != task or recipe.to_rest) and path == demo_store_path(task, cams, size, spread):
+        path = demo_store_path(recipe.task, cams, size, spread)
         if recipe.to_rest:
             path = path.removesuffix(".zarr") + "_to_rest.zarr"
     expert_demos = ensure_demos(cfg, recipe.task, path, to_rest=recipe.to_rest)

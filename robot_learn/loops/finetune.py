@@ -9,6 +9,13 @@
 - ``merge_alpha``: RETAIN merging of the fine-tuned weights back towards the base
   (:func:`robot_learn.policies.merging.merge_policies`).
 
+The policy keeps its normalisers (its weights mean nothing under others). When the
+round's data holds actions beyond the range the policy was first trained on (a base
+trained on a narrow start spread, corrected on a wider one), a diffusion policy's
+sampling range is widened to reach them (``widen_sample_range``; ``widen_range=false``
+turns it off); without that every sampled chunk is clipped back inside the first demos'
+range, and no fine-tuning can teach the policy to reach further.
+
 Conditioning inputs a method's parts are labelled with (RECAP's ``advantage``) are
 added to the policy with :func:`~robot_learn.policies.conditioning.with_condition_input`.
 """
@@ -44,6 +51,10 @@ def finetune(ctx: Any, cfg: Any, r: int, policy_dir: Path, parts: Mapping[str, A
         policy = with_condition_input(policy, key)
     sampler = training_sampler(policy, parts, int(ctx.train_config.batch_size), seed=r,
                                dropout=cfg.condition_dropout)
+    if cfg.widen_range and hasattr(policy, "widen_sample_range") and policy.widen_sample_range(
+            action_extent(policy, parts)):
+        print(f"round {r}: the training actions reach beyond the policy's normalised range; sampled chunks "
+              f"may now reach +-{policy.config.clip_sample_range:g}")
     train_cfg = dataclasses.replace(ctx.train_config, out_dir=str(round_dir / "train"), steps=cfg.train_steps,
                                     seed=ctx.train_config.seed + r)
     new_dir = Path(Trainer(policy, sampler, train_cfg).fit()["final_policy_dir"])
@@ -68,6 +79,19 @@ def training_sampler(policy: Any, parts: Mapping[str, Any], batch_size: int, see
         samplers[name] = (ConditionSampler(windows, tuple(policy.conditions), part.labels, dropout, seed=1000 * seed + i)
                           if policy.conditions else windows)
     return MixtureSampler(samplers)
+
+
+def action_extent(policy: Any, parts: Mapping[str, Any]) -> float:
+    """The largest |action| of the parts' episodes under ``policy``'s action normaliser
+    (1.0: within the range it was first trained on)."""
+    import torch
+
+    extent = 1.0
+    for part in parts.values():
+        if part.weight > 0 and part.view.num_episodes:
+            actions = torch.as_tensor(np.asarray(part.view.read("action"), dtype=np.float32))
+            extent = max(extent, float(policy.action_normalizer.normalize(actions).abs().max()))
+    return extent
 
 
 def return_labels(view: Any, threshold: float) -> dict[int, np.ndarray]:

@@ -44,6 +44,7 @@ class LoopConfig:
     merge_alpha: Any = None              # RETAIN: None, a number or {module prefix: alpha}
     return_threshold: float | None = None  # success conditioning on return >= threshold; None: off
     condition_dropout: float = 0.3       # share of windows trained unconditioned (label 0)
+    widen_range: bool = True             # let the policy sample actions as far as its training data reach
     eval_episodes: int = 20
     eval_seed: int = 1_000_000
     eval_workers: int = 1

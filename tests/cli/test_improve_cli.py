@@ -45,6 +45,9 @@ def test_more_demos_round_under_the_efficacy_protocols_conditions(run_cli, tmp_p
     assert "(narrow)" in out.stdout and "under wide + nudge p=0.5" in out.stdout
     from robot_learn.data import EpisodeStore
 
+    # Narrow demos get a store of their own: they never mix with the default (wide) ones.
+    assert (tmp_path / "data/stack_demos_narrow.zarr").is_dir() and not (tmp_path / "data/stack_demos.zarr").exists()
+
     run = tmp_path / "outputs/improve/stack_more_demos"
     collected = EpisodeStore.open(run / "collected.zarr")
     assert set(collected.meta["policy_id"]) == {"teleop"} and collected.view().read("intervention")[0]

@@ -2,6 +2,7 @@
 what that method must do."""
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -44,6 +45,11 @@ def test_hgdagger_trains_on_the_base_demos_and_only_the_human_steps(tmp_path, ba
     assert train.view().read("intervention").all()  # every aggregated step is the human's
     assert numbers["train_frames"] == {"base": ctx.demos.num_frames, "human": train.num_frames}
     assert load_policy(new_dir).conditions == {}
+    # The human's actions reach beyond the base demos' range: the policy may now sample that far.
+    reach = float(load_policy(base[1]).action_normalizer.normalize(torch.as_tensor(
+        train.view().read("action"))).abs().max())
+    expected = math.ceil(reach * 20 - 1e-6) / 20 if reach > 1 else 1.0
+    assert load_policy(new_dir).config.clip_sample_range == pytest.approx(expected)
 
 
 def test_help_curation_drops_the_segments_the_critic_flags():
@@ -137,6 +143,11 @@ def test_more_demos_control_records_whole_demonstrations_until_the_human_budget_
     assert whole, "no whole demonstration succeeded within the budget"
     assert numbers["train_frames"] == {"base": ctx.demos.num_frames, "demos": frames}
     assert operator.demonstrate is False  # asked to demonstrate for the teleop source only
+
+
+def test_widen_range_off_keeps_the_base_demos_sampling_range(tmp_path, base):
+    _, new_dir, _ = run_round(tmp_path, base, "hgdagger", widen_range=False)
+    assert load_policy(new_dir).config.clip_sample_range == 1.0
 
 
 def test_retrain_merge_and_success_conditioning_compose_in_one_round(tmp_path, base):

@@ -39,6 +39,30 @@ def test_every_sampler_runs_its_configured_number_of_steps(stats, windows, kind,
     assert (chunk >= low - 1e-5).all() and (chunk <= high + 1e-5).all()
 
 
+@pytest.mark.parametrize("kind", ["ddpm", "ddim"])
+def test_a_widened_sample_range_lets_chunks_reach_beyond_the_demos_range(stats, windows, kind, tmp_path):
+    """An untrained denoiser's x0 guesses land far outside [-1, 1]: clipped to the demos' range at
+    first, reaching 1.75 times it after widen_sample_range(1.73) (rounded up to 0.05); saved with the policy."""
+    torch.manual_seed(0)
+    policy = make_policy("diffusion", tiny_config(inference_scheduler=kind, num_inference_steps=5), stats).eval()
+    obs = {k: v.repeat(16, *[1] * (v.dim() - 1)) for k, v in tensor_batch(windows)["obs"].items()}
+
+    def extent():
+        chunk = policy.predict_action_chunk(obs, generator=torch.Generator().manual_seed(0))
+        return float(policy.action_normalizer.normalize(chunk).abs().max())
+
+    assert extent() <= 1.0 + 1e-5
+    assert not policy.widen_sample_range(0.9) and policy.config.clip_sample_range == 1.0
+    assert policy.widen_sample_range(1.73) and policy.config.clip_sample_range == 1.75
+    assert 1.0 + 1e-3 < extent() <= 1.75 + 1e-5
+    policy.save(tmp_path / "p")
+    from robot_learn.policies import load_policy
+
+    assert load_policy(tmp_path / "p").config.clip_sample_range == 1.75
+    with pytest.raises(ValueError, match="clip_sample_range must be >= 1"):
+        tiny_config(clip_sample_range=0.5)
+
+
 def test_set_inference_scheduler_switches_sampler_and_steps(policy, windows):
     policy.set_inference_scheduler("dpmsolver", 4)
     calls = _count_denoiser_calls(policy)

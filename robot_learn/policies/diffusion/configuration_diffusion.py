@@ -36,7 +36,8 @@ class DiffusionConfig:
     # Settings that change only how actions are sampled, not what is trained: a training
     # run may resume with them changed (Trainer's resume check).
     inference_fields: ClassVar[frozenset[str]] = frozenset({
-        "execute_horizon", "inference_scheduler", "num_inference_steps", "fast_inference", "compile_inference"})
+        "execute_horizon", "inference_scheduler", "num_inference_steps", "fast_inference", "compile_inference",
+        "clip_sample_range"})
 
     # shapes
     action_dim: int = 5
@@ -86,6 +87,9 @@ class DiffusionConfig:
     beta_schedule: str = "squaredcos_cap_v2"
     prediction_type: str = "epsilon"
     clip_sample: bool = True
+    # |normalised action| sampled chunks are clipped to: 1 is the training demos' range. Fine-tuning on
+    # data that reaches beyond it widens it (DiffusionPolicy.widen_sample_range, loops/finetune.py).
+    clip_sample_range: float = 1.0
     inference_scheduler: str = "ddim"
     num_inference_steps: int = 10
     # the U-Net's convolutions as matrix products in eval mode (same actions, faster at small
@@ -104,6 +108,8 @@ class DiffusionConfig:
 
     def __post_init__(self) -> None:
         check_field_types(self)
+        if not self.clip_sample_range >= 1.0:
+            raise ValueError(f"clip_sample_range must be >= 1 (the demos' normalised range), got {self.clip_sample_range}")
         # Hydra passes ListConfig/DictConfig; keep plain containers so YAML dumps them.
         self.state_dims = {str(k): int(v) for k, v in dict(self.state_dims).items()}
         self.camera_names = [str(c) for c in self.camera_names]

@@ -83,14 +83,15 @@ class Guidance:
         abar = policy.noise_scheduler.alphas_cumprod[t].to(sample.device, torch.float32)
         for inner in range(self.inner_steps):
             clean = predicted_clean(sample, model_output, abar, prediction_type)
-            grad = self.gradient(clean, policy.action_normalizer.unnormalize, clip=policy.config.clip_sample)
+            grad = self.gradient(clean, policy.action_normalizer.unnormalize,
+                                 clip=policy.config.clip_sample_range if policy.config.clip_sample else None)
             steered = clean - self.scale * grad
             model_output = output_for_clean(model_output, clean, steered, abar, prediction_type)
             if inner == self.inner_steps - 1:
                 break
             # Re-noise the guided chunk back to level t and denoise it again (ITPS's inner step).
             if policy.config.clip_sample:
-                steered = steered.clamp(-1.0, 1.0)
+                steered = policy.clamp_chunk(steered)
             noise_device = generator.device if generator is not None else sample.device
             noise = torch.randn(sample.shape, generator=generator, device=noise_device).to(sample.device)
             level = torch.full((sample.shape[0],), t, dtype=torch.long, device=sample.device)
@@ -99,13 +100,14 @@ class Guidance:
         return sample, model_output
 
     def gradient(self, clean: torch.Tensor, unnormalize: Callable[[torch.Tensor], torch.Tensor],
-                 clip: bool = False) -> torch.Tensor:
-        """d cost / d x0_hat for the normalised chunk ``clean`` ``[B, H, A]``. With ``clip`` the cost
-        is taken at x0_hat clipped to [-1, 1], the chunk the scheduler will use, and its gradient
-        passed straight through the clip (so a far-out x0_hat at a noisy step is still pulled)."""
+                 clip: float | None = None) -> torch.Tensor:
+        """d cost / d x0_hat for the normalised chunk ``clean`` ``[B, H, A]``. With ``clip`` (a bound,
+        e.g. 1.0) the cost is taken at x0_hat clipped to [-clip, clip], the chunk the scheduler will
+        use, and its gradient passed straight through the clip (so a far-out x0_hat at a noisy step
+        is still pulled)."""
         with torch.enable_grad():
             chunk = clean.detach().requires_grad_(True)
-            seen = chunk + (chunk.clamp(-1.0, 1.0) - chunk).detach() if clip else chunk
+            seen = chunk + (chunk.clamp(-clip, clip) - chunk).detach() if clip is not None else chunk
             cost = self.objective(unnormalize(seen))
             if cost.shape != (chunk.shape[0],):
                 raise ValueError(f"a guidance objective returns one cost per batch element, shape "

@@ -108,7 +108,7 @@ class SteeredSampler:
         text = None if text_features is None else text_features.repeat_interleave(n, dim=0)
         sample = policy.denoise(self._noise(batch * n, obs_features.device, generator), repeated, text,
                                 generator=generator)
-        chunks = policy.action_normalizer.unnormalize(sample.clamp(-1.0, 1.0))
+        chunks = policy.action_normalizer.unnormalize(policy.clamp_chunk(sample))
         cost = self.objective(chunks).reshape(batch, n)
         best = cost.argmin(dim=1) + torch.arange(batch, device=cost.device) * n
         return chunks[best]
@@ -120,7 +120,7 @@ class SteeredSampler:
         policy, batch, device = self.policy, obs_features.shape[0], obs_features.device
         normalizer = policy.action_normalizer
         middle = normalizer.unnormalize(torch.zeros(batch, policy.action_horizon, policy.action_dim, device=device))
-        path = normalizer.normalize(self.objective.guide_chunk(middle)).clamp(-1.0, 1.0)
+        path = policy.clamp_chunk(normalizer.normalize(self.objective.guide_chunk(middle)))
         policy.sampler.set_timesteps(policy.num_inference_steps, device=device)
         level = self.settings.bias_level * policy.config.num_train_timesteps
         steps = [int(t) for t in policy.sampler.timesteps]
@@ -128,4 +128,4 @@ class SteeredSampler:
         levels = torch.full((batch,), start, dtype=torch.long, device=device)
         sample = policy.noise_scheduler.add_noise(path, self._noise(batch, device, generator), levels).float()
         sample = policy.denoise(sample, obs_features, text_features, generator=generator, start_timestep=start)
-        return normalizer.unnormalize(sample.clamp(-1.0, 1.0))
+        return normalizer.unnormalize(policy.clamp_chunk(sample))

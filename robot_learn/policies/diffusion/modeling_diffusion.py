@@ -17,6 +17,8 @@ predicts in two noiseless passes (``mip_head.py``).
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -48,12 +50,14 @@ def make_inference_scheduler(kind: str, config: DiffusionConfig):
         num_train_timesteps=config.num_train_timesteps, beta_schedule=config.beta_schedule, prediction_type=config.prediction_type
     )
     if kind == "ddpm":
-        return DDPMScheduler(**common, clip_sample=config.clip_sample)
+        return DDPMScheduler(**common, clip_sample=config.clip_sample, clip_sample_range=config.clip_sample_range)
     if kind == "ddim":
-        return DDIMScheduler(**common, clip_sample=config.clip_sample, set_alpha_to_one=True)
+        return DDIMScheduler(**common, clip_sample=config.clip_sample, clip_sample_range=config.clip_sample_range,
+                             set_alpha_to_one=True)
     # "dpmsolver" has no clip_sample. Its data prediction x0 = (x_t - sigma*eps)/alpha divides by
     # alpha ~ 0 at the noisiest squaredcos step, so unclipped x0 explodes (0% success measured);
-    # thresholding at 1.0 is the same clamp of x0 to [-1, 1] that DDIM/DDPM apply.
+    # thresholding at 1.0 is the same clamp of x0 to [-1, 1] that DDIM/DDPM apply. (diffusers' dynamic
+    # thresholding divides x0 by its bound, so a widened clip_sample_range reaches ddpm/ddim only.)
     return DPMSolverMultistepScheduler(**common, algorithm_type="dpmsolver++", solver_order=2,
                                        thresholding=config.clip_sample, sample_max_value=1.0)
 
@@ -190,11 +194,32 @@ class DiffusionPolicy(Policy):
         if self.config.head == "mip":
             denoiser = self.compiled_denoiser if self.config.compile_inference else self.denoiser
             sample = mip_sample(denoiser, obs_features, text_features, shape, self.config.mip_t_star)
-            return self.action_normalizer.unnormalize(sample.clamp(-1.0, 1.0))
+            return self.action_normalizer.unnormalize(self.clamp_chunk(sample))
         noise_device = generator.device if generator is not None else device
         sample = torch.randn(shape, generator=generator, device=noise_device, dtype=torch.float32).to(device)
         sample = self.denoise(sample, obs_features, text_features, generator=generator, guidance=guidance)
-        return self.action_normalizer.unnormalize(sample.clamp(-1.0, 1.0))
+        return self.action_normalizer.unnormalize(self.clamp_chunk(sample))
+
+    def clamp_chunk(self, sample: torch.Tensor) -> torch.Tensor:
+        """A normalised chunk clipped to +-``clip_sample_range`` (the range the policy may act in)."""
+        bound = self.config.clip_sample_range
+        return sample.clamp(-bound, bound)
+
+    def widen_sample_range(self, extent: float) -> bool:
+        """Let sampled chunks reach ``extent`` (the largest |normalised action| of new training
+        data, rounded up to 0.05) when that is beyond ``clip_sample_range``; True if it widened.
+
+        The normaliser stays as trained, so the weights keep their meaning; without this a policy
+        fine-tuned on actions beyond its first demos' range is clipped back inside it. The
+        ``dpmsolver`` sampler keeps x0 inside [-1, 1] whatever the range (see
+        :func:`make_inference_scheduler`); ``ddpm`` and ``ddim`` (the default) reach the widened one."""
+        bound = math.ceil(float(extent) * 20.0 - 1e-6) / 20.0
+        if not bound > self.config.clip_sample_range:
+            return False
+        self.config = self.config.with_changes(clip_sample_range=bound)
+        if self.config.head != "mip":
+            self.sampler = make_inference_scheduler(self.config.inference_scheduler, self.config)
+        return True
 
     def denoise(self, sample: torch.Tensor, obs_features: torch.Tensor, text_features: torch.Tensor | None,
                 generator: torch.Generator | None = None, guidance: Guidance | None = None,
