@@ -92,12 +92,13 @@ def run_session(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, opera
         session = HITLSession(robot, actor, operator, store, ctx.task,
                               rate_hz=ctx.rate_hz, max_steps=ctx.max_steps, round_index=r, policy_id=policy_id,
                               log_path=ctx.run_dir / "sessions.jsonl")
-        if not until_budget_spent:
+        if until_budget_spent:  # one episode at a time; none begun once the budget is spent
+            for n in range(1, episodes + 1):
+                if getattr(operator, "budget_left_s", float("inf")) <= 0 or session.paused:
+                    break
+                session.run(n, seed=seed)
+        else:
             session.run(episodes, seed=seed)
-        for n in range(1, episodes + 1) if until_budget_spent else ():
-            if getattr(operator, "budget_left_s", float("inf")) <= 0 or session.paused:
-                break
-            session.run(n, seed=seed)
     finally:
         robot.disconnect()
     if session.paused:
