@@ -74,12 +74,12 @@ def main() -> None:
     deployed = EnvConditions.of(args.spread, args.disturbances, args.disturbance_probability)
 
     from robot_learn.data import EpisodeStore, WindowSampler
-    from robot_learn.envs import make_sim_robot, task_spec
+    from robot_learn.envs import SimRobot, task_spec
     from robot_learn.envs.demos import collect_demos
     from robot_learn.evaluation import evaluate
     from robot_learn.loops.methods import make_loop_config, make_method
     from robot_learn.loops.operators import SimulatedOperator
-    from robot_learn.loops.round import LoopContext
+    from robot_learn.loops.round import LoopConfig, LoopContext
     from robot_learn.loops.rounds import plot_rounds
     from robot_learn.policies import diffusion_state_config, load_policy
     from robot_learn.policies.checkpoint import resolve_policy_dir
@@ -109,11 +109,14 @@ def main() -> None:
         print(f"\n{task}: base {base_policies.get(task) or f'trained {base_steps[task]} steps'} on "
               f"{demos.num_episodes} demos ({demo_conditions.describe()})")
         for where, conditions in (("demos' spread", demo_conditions), ("deployed", deployed)):
-            s = evaluate(load_policy(base_dir), task, episodes=args.eval_episodes, workers=1, videos=0,
-                         vectorization="sync", conditions=conditions, seed=1_000_000).summary
-            print(f"{task}: base success {where} ({conditions.describe()}): {s.success_rate:.1%} "
-                  f"[{s.ci_low:.1%}, {s.ci_high:.1%}]")
-        base = {"round": 0, "success_rate": s.success_rate, "ci_low": s.ci_low, "ci_high": s.ci_high,
+            # the seeds every round evaluates on (LoopConfig.eval_seed), so round 0 is comparable
+            summary = evaluate(load_policy(base_dir), task, episodes=args.eval_episodes, workers=1, videos=0,
+                               vectorization="sync", conditions=conditions, seed=LoopConfig.eval_seed).summary
+            print(f"{task}: base success {where} ({conditions.describe()}): {summary.success_rate:.1%} "
+                  f"[{summary.ci_low:.1%}, {summary.ci_high:.1%}]")
+        # round 0 of the curves: the base where it is deployed (the loop's last summary)
+        base = {"round": 0, "success_rate": summary.success_rate, "ci_low": summary.ci_low,
+                "ci_high": summary.ci_high,
                 "human_seconds": 0.0}
         results[task] = {}
         for method in args.methods:
@@ -124,9 +127,7 @@ def main() -> None:
                                         eval_episodes=args.eval_episodes, widen_range=not args.no_widen, **critic)
 
             def make_robot():
-                robot = make_sim_robot(task, cameras=(), max_steps=max_steps, start_spread=args.spread,
-                                       disturbances=args.disturbances,
-                                       disturbance_probability=args.disturbance_probability)
+                robot = SimRobot(task, cameras=(), max_steps=max_steps, conditions=deployed)
                 robot.connect()
                 return robot
 

@@ -20,6 +20,7 @@ from omegaconf import DictConfig
 
 from robot_learn.cli.errors import CLIError
 from robot_learn.cli.hydra_app import demo_store_path, run_hydra_app
+from robot_learn.cli.settings import env_conditions
 from robot_learn.cli.train import check_store_fits_policy, ensure_demos, instantiate_node, policy_name_for_config
 
 
@@ -73,8 +74,6 @@ def improve_app(cfg: DictConfig) -> int:
     from robot_learn.loops.round import LoopContext
     from robot_learn.loops.rounds import run_rounds
     from robot_learn.policies import load_policy
-
-    from robot_learn.cli.settings import env_conditions
 
     task = check_task(cfg.task.name)
     conditions = env_conditions(cfg)  # where the rounds collect and evaluate
