@@ -146,6 +146,7 @@ def train_app(cfg: DictConfig) -> int:
     from robot_learn.data import WindowSampler
     from robot_learn.evaluation import evaluate, write_report
     from robot_learn.training import Trainer, build_policy_for_view, rank_seed
+    from robot_learn.training.encoder_finetune import finetune_frame_encoder, finetune_steps
 
     t0 = time.perf_counter()
     task = check_task(cfg.task.name)
@@ -215,6 +216,12 @@ def train_app(cfg: DictConfig) -> int:
     trainer = Trainer(policy, sampler, train_cfg,
                       evaluate_fn=periodic_eval if train_cfg.eval_every else None)
     fit = trainer.fit()
+    if finetune_steps(policy):  # the pixel presets' optional end-to-end phase
+        print(f"      fine-tuning the frame encoder end to end for {finetune_steps(policy)} steps on raw frames")
+        trainer, tuned = finetune_frame_encoder(trainer, demos, derived, train_cfg,
+                                                rank_seed(int(cfg.data.sampler_seed) + 1))
+        fit = {**fit, "final_policy_dir": tuned["final_policy_dir"], "finetune_time": tuned["time"],
+               "finetune_loss": tuned["loss"]}
     group.close()
     if not group.is_main:
         return 0  # rank 0 evaluates and writes the report

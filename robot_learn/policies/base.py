@@ -98,13 +98,23 @@ class Policy(nn.Module, ABC):
         itself, and any key the loss alone reads (e.g. privileged labels). Inference
         needs only ``obs_shapes``. Conditioning inputs are not among them: a
         conditioning sampler adds their labels."""
+        if self.encoder_trainable:  # end-to-end fine-tuning: the encoder's cameras, not its cache
+            return (*(k for k in self.config.state_dims if k not in self.conditions and k != FEATURES_KEY),
+                    *(f"images/{c}" for c in (*self.config.camera_names, *self.frame_encoder.config.cameras)))
         return (*(k for k in self.config.state_dims if k not in self.conditions),
                 *(f"images/{c}" for c in self.config.camera_names))
 
+    @property
+    def encoder_trainable(self) -> bool:
+        """Whether the frame encoder is being fine-tuned (its parameters take gradients):
+        it then encodes the raw frames of every batch, with autograd, instead of the cache."""
+        return self.frame_encoder is not None and any(p.requires_grad for p in self.frame_encoder.parameters())
+
     def with_frame_features(self, obs: Obs) -> Obs:
-        """``obs`` plus ``features`` ``[B, To, D]`` from the frozen frame encoder, unless the
-        policy has none or the batch already carries them (cached features)."""
-        if self.frame_encoder is None or FEATURES_KEY in obs:
+        """``obs`` plus ``features`` ``[B, To, D]`` from the frame encoder, unless the policy has
+        none or the batch already carries them (cached features) and the encoder is frozen."""
+        trainable = self.encoder_trainable
+        if self.frame_encoder is None or (FEATURES_KEY in obs and not trainable):
             return obs
         images = obs.get("images")
         cameras = self.frame_encoder.config.cameras
@@ -117,7 +127,8 @@ class Policy(nn.Module, ABC):
         instructions = None
         if self.frame_encoder.text is not None:
             instructions = [text for text in batch_instructions(obs, batch) for _ in range(steps)]
-        features = frozen_features(self.frame_encoder, flat, instructions)
+        features = (self.frame_encoder.encode(flat, instructions) if trainable
+                    else frozen_features(self.frame_encoder, flat, instructions))
         return {**obs, FEATURES_KEY: features.reshape(batch, steps, -1)}
 
     # --- shared behaviour ---------------------------------------------------------

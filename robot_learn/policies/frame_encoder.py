@@ -105,9 +105,17 @@ class FramePretrainConfig:
     weight_decay: float = 1e-4
     val_fraction: float = 0.1
     seed: int = 0
+    # End-to-end fine-tuning, after the policy has trained on the cached features: this many
+    # more steps on raw frames with the encoder unfrozen, everything at finetune_lr
+    # (robot_learn.training.encoder_finetune). 0 keeps the encoder frozen.
+    finetune_steps: int = 0
+    finetune_lr: float = 1e-4
 
     def __post_init__(self) -> None:
         self.tasks = [str(t) for t in self.tasks]
+        if self.finetune_steps < 0 or not self.finetune_lr > 0:
+            raise ValueError(f"frame_pretraining.finetune_steps must be >= 0 (0: frozen encoder) and finetune_lr "
+                             f"> 0, got finetune_steps={self.finetune_steps}, finetune_lr={self.finetune_lr}")
         if self.steps < MIN_PRETRAIN_STEPS or self.batch_size < 1:
             raise ValueError(f"frame_pretraining.steps must be >= {MIN_PRETRAIN_STEPS} (the learning-rate warm-up "
                              f"needs 2 steps) and batch_size >= 1, got steps={self.steps}, "

@@ -62,7 +62,9 @@ def encoder_settings_key(policy_config: Any, tasks: list[str]) -> str:
 
     # The output setting only says what policies read, so every output shares one pretraining.
     settings = {k: v for k, v in policy_config.frame_encoder.items() if k != "output"}
-    document = {"frame_encoder": settings, "frame_pretraining": policy_config.frame_pretraining,
+    # Fine-tuning happens inside the policy, after pretraining: it does not make another encoder.
+    pretraining = {k: v for k, v in policy_config.frame_pretraining.items() if not k.startswith("finetune_")}
+    document = {"frame_encoder": settings, "frame_pretraining": pretraining,
                 "tasks": tasks, "scene_frames": SCENE_FRAMES_VERSION}
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:10]
 

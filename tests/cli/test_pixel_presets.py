@@ -108,3 +108,35 @@ def test_poses_output_on_a_store_without_env_state_is_one_line_error(pixel_run, 
     assert out.returncode == 2, out.stderr[-2000:]
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "has no 'env_state'" in lines[0] and "output=latent" in lines[0]
+
+
+def test_encoder_finetuning_reuses_the_encoder_and_changes_it_inside_the_policy(pixel_run):
+    """finetune_steps > 0: the same pretrained encoder (fine-tuning is not part of its
+    key), then a second phase on raw frames in run_dir/encoder_finetune whose policy's
+    encoder has moved away from the pretrained weights, while the first phase's has not."""
+    import torch
+    from safetensors.torch import load_file
+
+    tmp, out, run = pixel_run
+    assert out.returncode == 0, out.stderr[-3000:]
+    tuned = run("run_dir=run7", "policy.frame_pretraining.finetune_steps=3", "policy.frame_pretraining.finetune_lr=1e-2")
+    assert tuned.returncode == 0, tuned.stderr[-3000:]
+    assert "using the frame encoder in" in tuned.stdout and "fine-tuning the frame encoder" in tuned.stdout
+    report = json.loads((tmp / "run7" / "report.json").read_text())
+    assert report["policy"]["dir"].endswith("encoder_finetune/policy") and report["train"]["finetune_time"] > 0
+    [encoder_dir] = (tmp / "data" / "frame_encoders").glob("*/model.safetensors")
+    pretrained = load_file(encoder_dir)
+    frozen, finetuned = load_policy(tmp / "run7" / "policy"), load_policy(tmp / "run7" / "encoder_finetune" / "policy")
+    for name, weight in pretrained.items():
+        assert torch.equal(frozen.frame_encoder.state_dict()[name], weight), name
+    moved = [n for n, w in pretrained.items() if not torch.equal(finetuned.frame_encoder.state_dict()[n], w)]
+    assert moved and any("weight" in n for n in moved)
+    assert not finetuned.encoder_trainable  # a loaded policy deploys with a frozen encoder
+    assert set(finetuned.obs_shapes) == {"state", "images/front", "images/wrist"}
+
+
+def test_negative_finetune_steps_is_one_line_error(run_cli, tmp_path):
+    out = run_cli("train", *TINY, "policy.frame_pretraining.finetune_steps=-1", f"run_dir={tmp_path / 'run'}")
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "frame_pretraining.finetune_steps" in lines[0] and "Traceback" not in out.stderr

@@ -1,0 +1,54 @@
+"""End-to-end fine-tuning of a pixel policy's frame encoder (``frame_pretraining.finetune_steps``).
+
+The policy first trains at state-policy speed on the encoder's cached features, with the
+encoder frozen. This second phase starts from that run's EMA weights, unfreezes the
+encoder and trains everything on raw frames for a few more steps at a low learning rate,
+so the policy's own loss can sharpen what the privileged pretraining left coarse. It is
+a plain :class:`~robot_learn.training.Trainer` run in ``<run dir>/encoder_finetune``,
+with its own checkpoints, so it resumes like any training.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from robot_learn.data import WindowSampler
+from robot_learn.policies.frame_encoder import FramePretrainConfig
+from robot_learn.training.config import TrainConfig
+from robot_learn.training.trainer import Trainer
+
+FINETUNE_DIRNAME = "encoder_finetune"
+
+
+def finetune_steps(policy: Any) -> int:
+    """The policy's fine-tuning steps (0 for policies without a frame encoder)."""
+    settings = getattr(policy.config, "frame_pretraining", None)
+    if not getattr(policy.config, "frame_encoder", None) or not settings:
+        return 0
+    return FramePretrainConfig(**settings).finetune_steps
+
+
+def finetune_frame_encoder(trainer: Trainer, demos: Any, derived: dict, train_cfg: TrainConfig,
+                           sampler_seed: int) -> tuple[Trainer, dict[str, Any]]:
+    """A trainer, and what its ``fit`` returned, for the fine-tuning phase after ``trainer`` (whose
+    ``ema_policy`` it starts from): the parameters ``trainer`` trained plus the encoder's
+    take gradients, batches carry the encoder's cameras, and the learning rate is
+    ``finetune_lr`` for all of them."""
+    settings = FramePretrainConfig(**trainer.ema_policy.config.frame_pretraining)
+    trained = {name for name, p in trainer.policy.named_parameters() if p.requires_grad}
+    policy = copy.deepcopy(trainer.ema_policy)
+    for name, parameter in policy.named_parameters():
+        parameter.requires_grad_(name in trained or name.startswith("frame_encoder."))
+    cfg = dataclasses.replace(
+        train_cfg, steps=settings.finetune_steps, lr=settings.finetune_lr, eval_every=0,
+        warmup_steps=min(train_cfg.warmup_steps, max(1, settings.finetune_steps // 10)),
+        ckpt_every=min(train_cfg.ckpt_every, settings.finetune_steps),
+        out_dir=str(Path(train_cfg.out_dir) / FINETUNE_DIRNAME))
+    sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
+                            action_horizon=policy.action_horizon, batch_size=cfg.batch_size,
+                            seed=sampler_seed, derived=derived)
+    finetuner = Trainer(policy, sampler, cfg)
+    return finetuner, finetuner.fit()
