@@ -130,6 +130,26 @@ def test_policy_features_equal_the_cached_features_of_the_same_encoder():
     assert torch.allclose(live.reshape(4, -1), cached, atol=1e-6)
 
 
+def test_an_unfrozen_encoder_reads_frames_not_the_cache_and_takes_the_policy_gradient():
+    """End-to-end fine-tuning: with the encoder's parameters taking gradients, training
+    batches carry its cameras instead of cached features, a stale cached value in the batch
+    is ignored, and the policy's loss reaches the encoder's weights."""
+    config = diffusion_pixels_config(frame_encoder=LATENT)
+    policy = make_policy("diffusion", config, _stats(12))
+    assert not policy.encoder_trainable
+    policy.frame_encoder.requires_grad_(True)
+    assert policy.encoder_trainable and set(policy.training_obs_keys) == {"state", "images/front"}
+    frames = _frames(4)
+    obs = {"images": {"front": frames["front"].reshape(2, 2, 32, 32, 3)}, "instruction": ["put red cube"] * 2,
+           FEATURES_KEY: torch.full((2, 2, 12), 7.0)}
+    live = policy.with_frame_features(obs)[FEATURES_KEY]
+    assert live.requires_grad and not torch.allclose(live, obs[FEATURES_KEY])
+    live.square().sum().backward()
+    reached = {n.split(".")[0] for n, p in policy.frame_encoder.named_parameters()
+               if p.grad is not None and p.grad.abs().sum() > 0}
+    assert reached >= {"cameras", "fuse"}, reached  # every camera's network and the fusion
+
+
 def test_labels_output_gives_policies_the_predicted_scene_labels():
     config = diffusion_pixels_config(frame_encoder=LABELS)
     assert config.state_dims[FEATURES_KEY] == 2  # one per label name
