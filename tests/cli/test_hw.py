@@ -185,16 +185,18 @@ def test_calibrate_with_a_joint_that_never_moves_fails_clearly(so101_emulator, t
 
 # -- teleop and record -----------------------------------------------------------------
 
-def _teleop_args(leader_emu, follower_emu, cal_dir, command="teleop"):
+def _teleop_args(leader_emu, follower_emu, cal_dir, command="teleop", duration="0.5"):
     return ["--timeout-ms", "50", "--calibration-dir", cal_dir, command, "--leader-port", leader_emu.port,
-            "--follower-port", follower_emu.port, "--hz", "30", "--duration", "0.5"]
+            "--follower-port", follower_emu.port, "--hz", "30", "--duration", duration]
 
 
 def test_teleop_moves_the_follower_to_the_leader(so101_emulator, so101_leader_emulator, calibrate_files, capsys):
+    """The safety layer moves the follower at most 10 units a command, so the distance needs a number of ticks; a
+    loaded CI machine dropped ticks of a 0.5 s episode (the follower stopped at 2405), so this one runs 2 s."""
     for s in so101_leader_emulator.servos.values():
         s.move_by_hand(2560)
     code = main(_teleop_args(so101_leader_emulator, so101_emulator,
-                             calibrate_files("so101_follower", "so101_leader")))
+                             calibrate_files("so101_follower", "so101_leader"), duration="2.0"))
     assert code == 0 and "episode 0:" in capsys.readouterr().out
     present = [s.value("Present_Position") for s in so101_emulator.servos.values()]
     assert all(abs(p - 2560) <= 10 for p in present), present  # reached through 10-unit steps
