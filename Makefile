@@ -33,8 +33,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The deployable pixel policy (cameras, proprioception, instruction) on the default task.
 demo: $(STAMP)
-	$(BIN)/robot-learn train
+	$(BIN)/robot-learn train policy=diffusion_pixels
 
 # The full suite: the main tests in .venv, then the LeRobot interop tests and the
 # external-benchmark adapter tests, each in the venv their pins need (built on

@@ -216,8 +216,8 @@ def train_app(cfg: DictConfig) -> int:
     trainer = Trainer(policy, sampler, train_cfg,
                       evaluate_fn=periodic_eval if train_cfg.eval_every else None)
     fit = trainer.fit()
-    if finetune_steps(policy):  # the pixel presets' optional end-to-end phase
-        print(f"      fine-tuning the frame encoder end to end for {finetune_steps(policy)} steps on raw frames")
+    if steps := finetune_steps(policy):  # the pixel presets' optional end-to-end phase
+        print(f"      fine-tuning the frame encoder end to end for {steps} steps on raw frames")
         trainer, tuned = finetune_frame_encoder(trainer, demos, derived, train_cfg,
                                                 rank_seed(int(cfg.data.sampler_seed) + 1))
         fit = {**fit, "final_policy_dir": tuned["final_policy_dir"], "finetune_time": tuned["time"],
