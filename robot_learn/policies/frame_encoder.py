@@ -210,6 +210,12 @@ class FrameEncoder(nn.Module):
         parts = [self.cameras[c](images[c], cond) for c in self.config.cameras]
         return self.fuse(torch.cat(parts, dim=-1))
 
+    def encoding_parameter_names(self) -> set[str]:
+        """Names of the parameters ``encode`` reads: all but the pretraining-only heads (the
+        decoder, and the label head when policies read the latent). Fine-tuning trains these."""
+        heads = ("decoder.",) + (("label_head.",) if self.config.output == "latent" else ())
+        return {name for name, _ in self.named_parameters() if not name.startswith(heads)}
+
     def predict_labels(self, features: torch.Tensor) -> torch.Tensor:
         """Scene labels (in ``label_names`` order, real units) predicted from features."""
         if self.label_head is None:

@@ -34,14 +34,16 @@ def finetune_steps(policy: Any) -> int:
 def finetune_frame_encoder(trainer: Trainer, demos: Any, derived: dict, train_cfg: TrainConfig,
                            sampler_seed: int) -> tuple[Trainer, dict[str, Any]]:
     """A trainer, and what its ``fit`` returned, for the fine-tuning phase after ``trainer`` (whose
-    ``ema_policy`` it starts from): the parameters ``trainer`` trained plus the encoder's
-    take gradients, batches carry the encoder's cameras, and the learning rate is
+    ``ema_policy`` it starts from): the parameters ``trainer`` trained plus those the encoder's
+    ``encode`` reads take gradients, batches carry the encoder's cameras, and the learning rate is
     ``finetune_lr`` for all of them."""
     settings = FramePretrainConfig(**trainer.ema_policy.config.frame_pretraining)
     trained = {name for name, p in trainer.policy.named_parameters() if p.requires_grad}
     policy = copy.deepcopy(trainer.ema_policy)
+    # Only what the policy's loss reaches: DDP refuses parameters that take no gradient.
+    trained |= {f"frame_encoder.{name}" for name in policy.frame_encoder.encoding_parameter_names()}
     for name, parameter in policy.named_parameters():
-        parameter.requires_grad_(name in trained or name.startswith("frame_encoder."))
+        parameter.requires_grad_(name in trained)
     cfg = dataclasses.replace(
         train_cfg, steps=settings.finetune_steps, lr=settings.finetune_lr, eval_every=0,
         warmup_steps=min(train_cfg.warmup_steps, max(1, settings.finetune_steps // 10)),

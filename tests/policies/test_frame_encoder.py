@@ -174,3 +174,12 @@ def test_poses_output_gives_policies_the_predicted_object_poses_only():
         labels = encoder.predict_labels(encoder(frames, ["put red cube"] * 3))
         poses = encoder.encode(frames, ["put red cube"] * 3)
     assert torch.allclose(poses, labels[:, [SCENE_LABELS.index(n) for n in POSE_LABELS]])
+
+
+def test_fine_tuning_trains_only_what_encode_reads():
+    """The privileged label head is a pretraining head when policies read the latent; DDP refuses
+    parameters that take no gradient, so fine-tuning leaves it out (and keeps it for ``labels``)."""
+    latent = FrameEncoder(FrameEncoderConfig(**LATENT)).encoding_parameter_names()
+    labels = FrameEncoder(FrameEncoderConfig(**LABELS)).encoding_parameter_names()
+    assert not any(n.startswith("label_head.") for n in latent) and any(n.startswith("fuse.") for n in latent)
+    assert labels - latent == {"label_head.weight", "label_head.bias"}
