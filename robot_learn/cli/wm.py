@@ -131,6 +131,7 @@ def rollout_app(cfg: DictConfig) -> int:
     policy = load_policy(policy_dir)
     check_policy_fits(policy, model, int(task_spaces(model.config.task)[0].shape[0]))  # before anything is written
     max_steps = setting(cfg, "max_steps", int, minimum=1, optional=True)
+    videos = setting(cfg, "videos", int, minimum=0)
     settings = dict(seed=int(cfg.seed), policy_id=str(policy_dir), round_index=int(cfg.round))
     if workers > 1:
         from robot_learn.fleet import start_ray
@@ -139,11 +140,16 @@ def rollout_app(cfg: DictConfig) -> int:
         start_ray(address=cfg.get("address") or None)
         summary = generate_rollouts_on_ray(policy, checkpoint, store_path, episodes, out, workers,
                                            max_steps=max_steps, **settings)
+        if videos:
+            print("videos are made with workers=1 only; none made")
     else:
         with rollout_env(model, store_path, max_steps) as env:
-            summary = generate_rollouts(policy, env, episodes, out, **settings)
+            summary = generate_rollouts(policy, env, episodes, out, videos=videos, video_dir=cfg.video_dir,
+                                        **settings)
     for line in summary.stopped:
         print(f"stopped, not written: {line}")
+    for video in summary.videos:
+        print(f"video: {video.describe()}")
     print(f"{summary.written} synthetic episodes written to {out} ({summary.successes} judged successful); "
           f"{len(summary.stopped)} stopped")
     return 0

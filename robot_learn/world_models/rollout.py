@@ -24,6 +24,7 @@ from robot_learn.policies import check_compatible
 from robot_learn.world_models.checkpoint import load_world_model
 from robot_learn.world_models.env import WorldModelEnv
 from robot_learn.world_models.modeling_world_model import VideoWorldModel
+from robot_learn.world_models.side_by_side import RolloutVideo, run_in_simulator, simulator_start, write_rollout_video
 
 
 def task_spaces(task: str) -> tuple[gym.spaces.Box, gym.spaces.Text]:
@@ -94,6 +95,7 @@ class RolloutSummary:
     written: int = 0
     successes: int = 0
     stopped: list[str] = field(default_factory=list)  # one line per rollout stopped by a bad frame
+    videos: list[RolloutVideo] = field(default_factory=list)
 
 
 def _policy_obs(obs: dict[str, Any]) -> dict[str, Any]:
@@ -104,14 +106,17 @@ def _policy_obs(obs: dict[str, Any]) -> dict[str, Any]:
 
 @torch.inference_mode()
 def generate_rollouts(policy: Any, env: WorldModelEnv, episodes: int, out: Any, *, seed: int = 0,
-                      policy_id: str = "", round_index: int = 0) -> RolloutSummary:
+                      policy_id: str = "", round_index: int = 0, videos: int = 0,
+                      video_dir: str | Path | None = None) -> RolloutSummary:
     """Roll ``policy`` out ``episodes`` times in ``env`` from seeds ``seed, seed+1, ...``;
     append each finished episode with ``source=synthetic`` to ``out``: a store path
     (created if missing, once an episode is to be written) or an open store (anything
     with ``append_episode``, e.g. the fleet's :class:`~robot_learn.fleet.writer.RemoteStore`).
     Each episode depends only on its seed (the env's imagination and the policy's
     sampling are seeded per episode). A rollout that imagines a NaN or out-of-range
-    frame is stopped, reported and not written."""
+    frame is stopped, reported and not written. The first ``videos`` seeds' written
+    rollouts go to mp4s in ``video_dir``, beside their real counterparts in the
+    simulator where one exists (:mod:`~robot_learn.world_models.side_by_side`)."""
     check_policy_fits(policy, env.model, int(env.action_space.shape[0]))
     summary = RolloutSummary()
     given = out if hasattr(out, "append_episode") else None
@@ -125,12 +130,16 @@ def generate_rollouts(policy: Any, env: WorldModelEnv, episodes: int, out: Any, 
             generator.manual_seed(seed + i)
             recorder = EpisodeRecorder(("state",))
             error = None
+            filmed = video_dir is not None and i < videos
+            frames = [obs["images"][env.camera]] if filmed else []
             while True:
                 action = policy.select_action(_policy_obs(obs), generator=generator)[0].cpu().numpy()
                 action = np.clip(action.astype(np.float32), env.action_space.low, env.action_space.high)
                 next_obs, reward, terminated, truncated, info = env.step(action)
                 recorder.record(obs, action, reward=reward, progress=info["progress"], phase=-1)
                 obs = next_obs
+                if filmed:
+                    frames.append(obs["images"][env.camera])
                 if "imagination_error" in info:
                     error = info["imagination_error"]
                 if terminated or truncated:
@@ -145,7 +154,25 @@ def generate_rollouts(policy: Any, env: WorldModelEnv, episodes: int, out: Any, 
                                     "round": round_index, "policy_id": policy_id})
             summary.written += 1
             summary.successes += bool(info["success"])
+            if filmed:
+                summary.videos.append(_film(policy, env, frames, bool(info["success"]), seed + i, video_dir))
     finally:
         if store is not None and given is None:
             store.close()
     return summary
+
+
+def _film(policy: Any, env: WorldModelEnv, frames: list, success: bool, seed: int, video_dir: Any) -> RolloutVideo:
+    """Write one imagined rollout's video, beside the simulator's run of the same policy
+    from the same start when the simulator reproduces that start."""
+    config = env.model.config
+    start = simulator_start(config.task, env.starts.store, env.start_episode, env.camera, config.image_size,
+                            config.history)
+    real = None
+    if start is not None:
+        sim, sim_obs = start
+        try:
+            real = run_in_simulator(policy, sim, sim_obs, len(frames) - 1, seed, env.camera, _policy_obs)
+        finally:
+            sim.close()
+    return write_rollout_video(video_dir, seed, env.start_episode, frames, success, real)

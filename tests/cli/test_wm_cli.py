@@ -1,6 +1,7 @@
 """robot-learn wm rollout / eval / train: one-line errors that write nothing, and a rollout
 that writes synthetic episodes (in-process, on a real 2-episode MuJoCo store)."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -100,3 +101,46 @@ def test_bad_settings_are_one_line_and_write_no_store(args, message, capsys, mon
     code, captured = run(capsys, monkeypatch, tmp_path, *args)
     assert code == 2 and message in captured.err and captured.err.count("\n") == 1
     assert not list(tmp_path.rglob("*.zarr")) and not list(tmp_path.rglob("*.safetensors"))
+
+
+def _video_frames(path):
+    import imageio.v3 as iio
+
+    return iio.imread(path)
+
+
+def test_rollout_videos_put_the_simulator_beside_the_imagination(setup, capsys, monkeypatch, tmp_path):
+    """The store's seed reproduces the start in MuJoCo, so the video is the simulator's
+    run of the same policy (left) beside the imagined one (right)."""
+    root, store, policies = setup
+    code, captured = run(capsys, monkeypatch, tmp_path, "rollout", f"checkpoint={root / 'wm'}",
+                         f"policy_dir={policies['fits']}", f"store={store}", f"out={tmp_path / 's.zarr'}",
+                         "episodes=2", "max_steps=3", "videos=1", f"video_dir={tmp_path / 'videos'}")
+    assert code == 0, captured.err
+    videos = sorted((tmp_path / "videos").glob("*.mp4"))
+    assert [v.name for v in videos] == ["rollout_000000_sim_vs_imagined.mp4"]
+    frames = _video_frames(videos[0])
+    assert frames.shape[1:] == (32, 64, 3) and len(frames) == 4  # start + 3 steps, two 32 px views
+    # both start from the stored start frame (up to H.264 at 32 px)
+    assert np.abs(frames[0, :, :32].astype(float) - frames[0, :, 32:].astype(float)).mean() < 8
+    assert "video: rollout seed 0" in captured.out
+    assert "sim success" in captured.out or "sim failure" in captured.out
+
+
+def test_rollout_video_without_a_real_counterpart_is_the_imagination_alone(setup, capsys, monkeypatch, tmp_path):
+    """Demos recorded at the narrow start spread: their seeds reset the (wide) simulator to
+    another scene, so no real counterpart is claimed."""
+    from robot_learn.envs.conditions import EnvConditions
+
+    root, _, policies = setup
+    narrow = tmp_path / "narrow.zarr"
+    collect_demos("bin_place", 1, narrow, cameras=("front",), image_size=32, max_steps=4, keep_failures=True,
+                  progress_bar=False, conditions=EnvConditions(start_spread="narrow"))
+    code, captured = run(capsys, monkeypatch, tmp_path, "rollout", f"checkpoint={root / 'wm'}",
+                         f"policy_dir={policies['fits']}", f"store={narrow}", f"out={tmp_path / 's.zarr'}",
+                         "episodes=1", "max_steps=2", "videos=1", f"video_dir={tmp_path / 'videos'}")
+    assert code == 0, captured.err
+    videos = sorted((tmp_path / "videos").glob("*.mp4"))
+    assert [v.name for v in videos] == ["rollout_000000_imagined.mp4"]
+    assert _video_frames(videos[0]).shape[1:] == (32, 32, 3)
+    assert "no real counterpart" in captured.out
