@@ -55,11 +55,29 @@ def train_app(cfg: DictConfig) -> int:
     from robot_learn.world_models.training import train_world_model
 
     (run_dir / RUN_CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    judge_steps = setting(cfg, "success_model.steps", int, minimum=0)
     model, metrics = train_world_model(store, config, train, held_out=held_out)
     print(f"world model: {metrics['step']} steps in {metrics['time']:.0f} s, final loss {metrics['loss']:.5f}; "
           f"saved to {metrics['final_policy_dir']}")
+    if judge_steps:
+        _train_judge(store, held_out, config.camera, judge_steps, run_dir / "success_model")
     return _fidelity(model, store, held_out, run_dir / "fidelity", horizon=20, stride=10, seed=0,
                      title=f"{task} world model ({run_dir.name})")
+
+
+def _train_judge(store_path: Path, held_out: int, camera: str, steps: int, out_dir: Path) -> None:
+    """The learned success model, on the world model's training episodes (``wm rollout scorer=DIR``)."""
+    import time
+
+    from robot_learn.data import EpisodeStore
+    from robot_learn.world_models.success_model import train_success_model
+    from robot_learn.world_models.training import split_store
+
+    start = time.perf_counter()
+    with EpisodeStore.open(store_path, mode="r") as store:
+        train_success_model(split_store(store, held_out).train, camera, steps=steps, progress_bar=True).save(out_dir)
+    print(f"success model: {steps} steps in {time.perf_counter() - start:.0f} s; saved to {out_dir} "
+          f"(use it with wm rollout scorer={out_dir})")
 
 
 def _fidelity(model, store_path: Path, held_out: int, out_dir: Path, *, horizon: int, stride: int,
@@ -122,6 +140,9 @@ def rollout_app(cfg: DictConfig) -> int:
     episodes = setting(cfg, "episodes", int, minimum=1)
     workers = setting(cfg, "workers", int, minimum=1)
     out = setting(cfg, "out", str)
+    scorer = setting(cfg, "scorer", str)
+    if scorer != "nearest" and not Path(scorer).is_dir():
+        raise CLIError(f"scorer '{scorer}' is neither 'nearest' nor a success-model directory")
     store_path = setting(cfg, "store", str, optional=True) or (run_settings(checkpoint).get("data") or {}).get("path")
     if not store_path:
         raise CLIError(f"world model {checkpoint} is not in a wm train run dir; give store=... (its start frames)")
@@ -139,11 +160,11 @@ def rollout_app(cfg: DictConfig) -> int:
 
         start_ray(address=cfg.get("address") or None)
         summary = generate_rollouts_on_ray(policy, checkpoint, store_path, episodes, out, workers,
-                                           max_steps=max_steps, **settings)
+                                           max_steps=max_steps, scorer=scorer, **settings)
         if videos:
             print("videos are made with workers=1 only; none made")
     else:
-        with rollout_env(model, store_path, max_steps) as env:
+        with rollout_env(model, store_path, max_steps, scorer) as env:
             summary = generate_rollouts(policy, env, episodes, out, videos=videos, video_dir=cfg.video_dir,
                                         **settings)
     for line in summary.stopped:

@@ -24,6 +24,8 @@ from robot_learn.policies import check_compatible
 from robot_learn.world_models.checkpoint import load_world_model
 from robot_learn.world_models.env import WorldModelEnv
 from robot_learn.world_models.modeling_world_model import VideoWorldModel
+from robot_learn.world_models.scorer import NearestFrameScorer, RolloutScorer
+from robot_learn.world_models.success_model import load_success_model
 from robot_learn.world_models.side_by_side import RolloutVideo, run_in_simulator, simulator_start, write_rollout_video
 
 
@@ -59,6 +61,7 @@ class WorldModelEnvFactory:
     store: str
     episodes: Sequence[int] | None = None  # stored episodes to start from; None: all
     is_default: bool = False
+    scorer: str | None = None  # see make_scorer: None or "nearest", or a success-model dir
 
     def describe(self) -> str:
         return f"world model {self.checkpoint} (starts from {self.store})"
@@ -71,21 +74,39 @@ class WorldModelEnvFactory:
             raise ValueError(f"policy reads cameras {list(cameras)} at {image_size} px; the world model imagines "
                              f"{list(want)} at {model.config.image_size} px")
         store = EpisodeStore.open(self.store, mode="r")
-        episodes = range(store.num_episodes) if self.episodes is None else self.episodes
-        return WorldModelEnv(model, EpisodeView(store, episodes), *task_spaces(task), max_steps=max_steps or 100)
+        view = EpisodeView(store, range(store.num_episodes) if self.episodes is None else self.episodes)
+        return WorldModelEnv(model, view, *task_spaces(task), max_steps=max_steps or 100,
+                             scorer=make_scorer(self.scorer, view, model))
+
+
+def make_scorer(scorer: str | Path | None, starts: EpisodeView, model: VideoWorldModel) -> RolloutScorer:
+    """What labels ``model``'s imagined steps: ``None`` or ``"nearest"`` is the
+    :class:`NearestFrameScorer` over ``starts``; anything else is the directory of a
+    :class:`~robot_learn.world_models.success_model.SuccessModel`, which must judge the
+    world model's camera at its image size (a ValueError names both sides)."""
+    if scorer is None or str(scorer) == "nearest":
+        return NearestFrameScorer(starts, model.config.camera)
+    judge = load_success_model(scorer)
+    seen, want = (judge.config.camera, judge.config.image_size), (model.config.camera, model.config.image_size)
+    if seen != want:
+        raise ValueError(f"success model {scorer} judges '{seen[0]}' frames at {seen[1]} px; the world model "
+                         f"imagines '{want[0]}' at {want[1]} px")
+    return judge
 
 
 @contextmanager
-def rollout_env(model: VideoWorldModel, starts: str | Path, max_steps: int | None = None) -> Iterator[WorldModelEnv]:
+def rollout_env(model: VideoWorldModel, starts: str | Path, max_steps: int | None = None,
+                scorer: str | Path | None = None) -> Iterator[WorldModelEnv]:
     """A :class:`WorldModelEnv` of ``model``'s task whose rollouts start from every episode
     of the store at ``starts`` (open while the env is in use); ``max_steps`` (None: the
-    task's episode limit)."""
+    task's episode limit); ``scorer`` as :func:`make_scorer` takes it."""
     from robot_learn.envs import task_spec
 
     task = model.config.task
     with EpisodeStore.open(starts, mode="r") as store:
-        yield WorldModelEnv(model, EpisodeView(store, range(store.num_episodes)), *task_spaces(task),
-                            max_steps=max_steps or task_spec(task).max_steps)
+        view = EpisodeView(store, range(store.num_episodes))
+        yield WorldModelEnv(model, view, *task_spaces(task), max_steps=max_steps or task_spec(task).max_steps,
+                            scorer=make_scorer(scorer, view, model))
 
 
 @dataclass

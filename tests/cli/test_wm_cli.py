@@ -144,3 +144,18 @@ def test_rollout_video_without_a_real_counterpart_is_the_imagination_alone(setup
     assert [v.name for v in videos] == ["rollout_000000_imagined.mp4"]
     assert _video_frames(videos[0]).shape[1:] == (32, 32, 3)
     assert "no real counterpart" in captured.out
+
+
+def test_wm_train_also_trains_the_success_model_it_names(tmp_path, capsys, monkeypatch):
+    """A whole (tiny) `wm train`: collect, train, the success model, the fidelity report."""
+    from robot_learn.world_models.success_model import load_success_model
+
+    run_dir = tmp_path / "run"
+    code, captured = run(capsys, monkeypatch, tmp_path, "train", f"data.path={tmp_path / 'wm.zarr'}",
+                         "data.episodes=2", "data.held_out=1", "train.steps=2", "train.batch_size=4",
+                         "+world_model.image_size=32", "world_model.space_to_depth=2", "success_model.steps=2",
+                         f"run_dir={run_dir}")
+    assert code == 0, captured.err
+    assert f"(use it with wm rollout scorer={run_dir / 'success_model'})" in captured.out
+    judge = load_success_model(run_dir / "success_model")
+    assert (judge.config.camera, judge.config.image_size) == ("front", 32)

@@ -1,0 +1,95 @@
+"""Policy ranking in a world model: each policy's success imagined against its success in MuJoCo.
+
+Every policy runs through the same evaluation code twice: on held-out MuJoCo seeds,
+and in the world model (``WorldModelEnvFactory``: rollouts start from the world
+model's store, and a scorer judges the imagined steps). The script prints both
+success rates per policy and the Pearson and Spearman correlations across policies.
+
+    python benchmarks/bench_wm_ranking.py --world-model outputs/wm/RUN \\
+        --policies outputs/train/RUN/checkpoints/step_0000500 ... --scorers nearest outputs/wm/RUN/success_model
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+def ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks from 1, ties given their average rank (as Spearman's rho needs)."""
+    order = np.argsort(values, kind="stable")
+    out = np.empty(len(values))
+    out[order] = np.arange(1, len(values) + 1)
+    for v in np.unique(values):
+        tied = values == v
+        out[tied] = out[tied].mean()
+    return out
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    if x.std() == 0 or y.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def main() -> int:
+    from robot_learn.evaluation import evaluate
+    from robot_learn.policies import load_policy
+    from robot_learn.world_models.checkpoint import load_world_model
+    from robot_learn.world_models.rollout import WorldModelEnvFactory
+    from robot_learn.cli.wm import run_settings
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--world-model", required=True, help="a wm train run dir (its store starts the rollouts)")
+    parser.add_argument("--policies", nargs="+", required=True)
+    parser.add_argument("--scorers", nargs="+", default=["nearest"], help="nearest and/or success-model dirs")
+    parser.add_argument("--episodes", type=int, default=50, help="MuJoCo episodes per policy")
+    parser.add_argument("--wm-episodes", type=int, default=20, help="imagined episodes per policy and scorer")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", default="outputs/bench_wm_ranking.json")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    model = load_world_model(args.world_model)
+    store = (run_settings(args.world_model).get("data") or {}).get("path")
+    task = model.config.task
+    rows = []
+    for directory in args.policies:
+        policy = load_policy(directory)
+        start = time.perf_counter()
+        real = evaluate(policy, task, episodes=args.episodes, workers=2, vectorization="sync")
+        row = {"policy": directory, "sim": real.success_rate, "sim_s": time.perf_counter() - start}
+        for scorer in args.scorers:
+            start = time.perf_counter()
+            factory = WorldModelEnvFactory(str(args.world_model), str(store), scorer=scorer)
+            imagined = evaluate(policy, task, episodes=args.wm_episodes, workers=2, vectorization="sync",
+                                conditions=factory, image_size=model.config.image_size)
+            row[f"wm:{scorer}"] = imagined.success_rate
+            row[f"wm:{scorer}:progress"] = imagined.summary.mean_progress
+            row[f"wm:{scorer}:s"] = time.perf_counter() - start
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(rows, indent=1))
+    sim = np.asarray([r["sim"] for r in rows])
+    print(f"\n{task}: {len(rows)} policies, {args.episodes} MuJoCo episodes and {args.wm_episodes} imagined "
+          f"episodes each\n")
+    print("| policy | MuJoCo success | " + " | ".join(f"imagined ({s})" for s in args.scorers) + " |")
+    print("| --- | ---: | " + " | ".join("---:" for _ in args.scorers) + " |")
+    for r in rows:
+        print(f"| {r['policy']} | {r['sim']:.0%} | " + " | ".join(f"{r[f'wm:{s}']:.0%}" for s in args.scorers) + " |")
+    for s in args.scorers:
+        wm = np.asarray([r[f"wm:{s}"] for r in rows])
+        prog = np.asarray([r[f"wm:{s}:progress"] for r in rows])
+        print(f"\nscorer {s}: success Pearson {pearson(sim, wm):.2f}, Spearman {pearson(ranks(sim), ranks(wm)):.2f}; "
+              f"imagined mean progress against MuJoCo success: Pearson {pearson(sim, prog):.2f}, "
+              f"Spearman {pearson(ranks(sim), ranks(prog)):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
