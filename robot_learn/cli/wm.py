@@ -60,12 +60,13 @@ def train_app(cfg: DictConfig) -> int:
     print(f"world model: {metrics['step']} steps in {metrics['time']:.0f} s, final loss {metrics['loss']:.5f}; "
           f"saved to {metrics['final_policy_dir']}")
     if judge_steps:
-        _train_judge(store, held_out, config.camera, judge_steps, run_dir / "success_model")
+        _train_judge(store, held_out, config.camera, judge_steps, run_dir / "success_model", train.progress_bar)
     return _fidelity(model, store, held_out, run_dir / "fidelity", horizon=20, stride=10, seed=0,
                      title=f"{task} world model ({run_dir.name})")
 
 
-def _train_judge(store_path: Path, held_out: int, camera: str, steps: int, out_dir: Path) -> None:
+def _train_judge(store_path: Path, held_out: int, camera: str, steps: int, out_dir: Path,
+                 progress_bar: bool) -> None:
     """The learned success model, on the world model's training episodes (``wm rollout scorer=DIR``)."""
     import time
 
@@ -75,7 +76,8 @@ def _train_judge(store_path: Path, held_out: int, camera: str, steps: int, out_d
 
     start = time.perf_counter()
     with EpisodeStore.open(store_path, mode="r") as store:
-        train_success_model(split_store(store, held_out).train, camera, steps=steps, progress_bar=True).save(out_dir)
+        train_success_model(split_store(store, held_out).train, camera, steps=steps,
+                            progress_bar=progress_bar).save(out_dir)
     print(f"success model: {steps} steps in {time.perf_counter() - start:.0f} s; saved to {out_dir} "
           f"(use it with wm rollout scorer={out_dir})")
 
