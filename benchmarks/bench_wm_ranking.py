@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import yaml
 
 
 def ranks(values: np.ndarray) -> np.ndarray:
@@ -42,10 +43,11 @@ def main() -> int:
     from robot_learn.policies import load_policy
     from robot_learn.world_models.checkpoint import load_world_model
     from robot_learn.world_models.rollout import WorldModelEnvFactory
-    from robot_learn.cli.wm import run_settings
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--world-model", required=True, help="a wm train run dir (its store starts the rollouts)")
+    parser.add_argument("--world-model", required=True, help="a wm train run dir")
+    parser.add_argument("--store", default=None,
+                        help="stored episodes whose first frames start the rollouts; default: the run's store")
     parser.add_argument("--policies", nargs="+", required=True)
     parser.add_argument("--scorers", nargs="+", default=["nearest"], help="nearest and/or success-model dirs")
     parser.add_argument("--episodes", type=int, default=50, help="MuJoCo episodes per policy")
@@ -55,7 +57,7 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     model = load_world_model(args.world_model)
-    store = (run_settings(args.world_model).get("data") or {}).get("path")
+    store = args.store or yaml.safe_load((Path(args.world_model) / "wm_train.yaml").read_text())["data"]["path"]
     task = model.config.task
     rows = []
     for directory in args.policies:

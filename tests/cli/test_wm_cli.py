@@ -159,3 +159,12 @@ def test_wm_train_also_trains_the_success_model_it_names(tmp_path, capsys, monke
     assert f"(use it with wm rollout scorer={run_dir / 'success_model'})" in captured.out
     judge = load_success_model(run_dir / "success_model")
     assert (judge.config.camera, judge.config.image_size) == ("front", 32)
+
+
+def test_rollout_refuses_an_unknown_scorer_in_one_line(setup, capsys, monkeypatch, tmp_path):
+    _, store, _ = setup
+    code, captured = run(capsys, monkeypatch, tmp_path, "rollout", "checkpoint=nowhere", "policy_dir=nowhere",
+                         f"store={store}", f"out={tmp_path / 'x.zarr'}", "scorer=no_such_dir")
+    err = captured.err
+    assert code == 2 and err.count("\n") == 1 and not (tmp_path / "x.zarr").exists()
+    assert "scorer 'no_such_dir' is neither 'nearest' nor a success-model directory" in err

@@ -1,12 +1,11 @@
 """The learned success and progress model on a real (tiny) zarr store of MuJoCo bin_place demos:
 it learns, saves and loads exactly, refuses bad input in one line, and plugs into
-WorldModelEnv and `wm rollout` in place of the nearest-frame scorer."""
+WorldModelEnv in place of the nearest-frame scorer (`wm rollout scorer=`: tests/cli/test_wm_cli.py)."""
 
 import numpy as np
 import pytest
 import torch
 
-from robot_learn.cli.wm import main
 from robot_learn.data import EpisodeStore
 from robot_learn.envs.demos import collect_demos
 from robot_learn.world_models import VideoWorldModel, WorldModelConfig
@@ -105,11 +104,3 @@ def test_it_labels_imagined_steps_in_the_world_model_env(trained, store_path, tm
         with pytest.raises(ValueError, match="judges 'front' frames at 32 px; the world model imagines 'front' at 16"):
             make_scorer(str(directory), store.view(), other)
 
-
-def test_wm_rollout_refuses_an_unknown_scorer_in_one_line(store_path, capsys, monkeypatch, tmp_path):
-    monkeypatch.chdir(tmp_path)
-    code = main(["rollout", "checkpoint=nowhere", "policy_dir=nowhere", f"store={store_path}",
-                 f"out={tmp_path / 'x.zarr'}", "scorer=no_such_dir"])
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and not (tmp_path / "x.zarr").exists()
-    assert "scorer 'no_such_dir' is neither 'nearest' nor a success-model directory" in err
