@@ -12,20 +12,11 @@ training episodes; one run, side by side.
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-
-
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p, d = k / n, 1 + z * z / n
-    c, h = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return c - h, c + h
 
 
 def judge(scorer, data) -> tuple[np.ndarray, np.ndarray, float]:
@@ -38,6 +29,7 @@ def judge(scorer, data) -> tuple[np.ndarray, np.ndarray, float]:
 
 def main() -> int:
     from robot_learn.data import EpisodeStore
+    from robot_learn.evaluation.metrics import wilson_interval
     from robot_learn.envs.demos import collect_demos
     from robot_learn.world_models.scorer import NearestFrameScorer
     from robot_learn.world_models.success_model import success_labels, train_success_model
@@ -87,7 +79,7 @@ def main() -> int:
         success, progress, seconds = judge(scorer, test)
         judged = np.asarray([success[test.episode == e].any() for e in range(len(truth))])
         right = int((judged == truth).sum())
-        lo, hi = wilson(right, len(truth))
+        lo, hi = wilson_interval(right, len(truth))
         print(f"| {name} | {fit_s:.0f} | {np.abs(progress - test.progress).mean():.3f} | "
               f"{right}/{len(truth)} = {right / len(truth):.0%} [{lo:.0%}, {hi:.0%}] | "
               f"{int((judged & truth).sum())}/{int(truth.sum())} | {int((~judged & ~truth).sum())}/{int((~truth).sum())} "

@@ -7,7 +7,7 @@ shows the stored start frame again (mean absolute difference at most
 ``MATCH_TOLERANCE`` grey levels). The same policy, with the same sampling seed, then
 runs in the simulator for as many steps as the imagined rollout, and the two videos
 are written side by side: the simulator left, the imagination right. Without a real
-counterpart (no seed, another start spread, another renderer) the imagined video is
+counterpart (another start spread, another renderer) the imagined video is
 written alone, and the file's name says which it is.
 """
 
@@ -44,28 +44,25 @@ class RolloutVideo:
 def simulator_start(task: str, store: Any, episode: int, camera: str, image_size: int,
                     history: int) -> tuple[Any, dict] | None:
     """The task's simulator brought to where an imagined rollout from stored ``episode``
-    starts, as ``(env, obs)``; None when the episode has no seed or the simulator does
-    not reproduce its start frame (the env is closed then)."""
+    starts, as ``(env, obs)``; None when the simulator, reset with the episode's seed,
+    does not reproduce its start frame (the env is closed then)."""
     from robot_learn.envs import make_env
 
-    seeds = store.meta.get("seed")
-    if seeds is None or episode >= len(seeds) or int(seeds[episode]) < 0:
-        return None
+    seed = int(store.meta["seed"][episode])  # a required field of every stored episode
     a, end = int(store.episode_starts[episode]), int(store.episode_ends[episode])
     start = min(a + history - 1, end - 1)  # the stored step the imagination starts at
     env = make_env(task, cameras=(camera,), image_size=image_size)
+    matched = False
     try:
-        obs, _ = env.reset(seed=int(seeds[episode]))
+        obs, _ = env.reset(seed=seed)
         for action in np.asarray(store.array("action")[a:start], np.float32):
             obs, *_ = env.step(action)
         stored = np.asarray(store.array(f"images/{camera}")[start], np.float32)
-        if float(np.abs(obs["images"][camera].astype(np.float32) - stored).mean()) > MATCH_TOLERANCE:
+        matched = float(np.abs(obs["images"][camera].astype(np.float32) - stored).mean()) <= MATCH_TOLERANCE
+    finally:
+        if not matched:
             env.close()
-            return None
-    except Exception:
-        env.close()
-        raise
-    return env, obs
+    return (env, obs) if matched else None
 
 
 def run_in_simulator(policy: Any, env: Any, obs: dict, steps: int, seed: int, camera: str,

@@ -79,12 +79,10 @@ class SuccessModel(nn.Module):
 
     @torch.inference_mode()
     def score(self, frame: np.ndarray, state: np.ndarray, instruction: str) -> tuple[bool, float]:
-        """One step's ``(success, progress)``: the ``RolloutScorer`` protocol."""
-        was_training = self.training
-        self.eval()
+        """One step's ``(success, progress)``: the ``RolloutScorer`` protocol (a trained or
+        loaded model is in eval mode)."""
         logit, progress = self(torch.as_tensor(np.asarray(frame))[None], torch.as_tensor(np.asarray(state))[None],
                                [instruction])
-        self.train(was_training)
         return bool(torch.sigmoid(logit)[0] > self.config.threshold), float(progress[0])
 
     def save(self, directory: str | Path) -> None:

@@ -109,15 +109,21 @@ def _video_frames(path):
     return iio.imread(path)
 
 
+def _rollout_videos(setup, capsys, monkeypatch, tmp_path, store, episodes, max_steps):
+    """`wm rollout ... videos=1` of the fitting policy from ``store``: its output and the mp4s it wrote."""
+    root, _, policies = setup
+    code, captured = run(capsys, monkeypatch, tmp_path, "rollout", f"checkpoint={root / 'wm'}",
+                         f"policy_dir={policies['fits']}", f"store={store}", f"out={tmp_path / 's.zarr'}",
+                         f"episodes={episodes}", f"max_steps={max_steps}", "videos=1",
+                         f"video_dir={tmp_path / 'videos'}")
+    assert code == 0, captured.err
+    return captured, sorted((tmp_path / "videos").glob("*.mp4"))
+
+
 def test_rollout_videos_put_the_simulator_beside_the_imagination(setup, capsys, monkeypatch, tmp_path):
     """The store's seed reproduces the start in MuJoCo, so the video is the simulator's
     run of the same policy (left) beside the imagined one (right)."""
-    root, store, policies = setup
-    code, captured = run(capsys, monkeypatch, tmp_path, "rollout", f"checkpoint={root / 'wm'}",
-                         f"policy_dir={policies['fits']}", f"store={store}", f"out={tmp_path / 's.zarr'}",
-                         "episodes=2", "max_steps=3", "videos=1", f"video_dir={tmp_path / 'videos'}")
-    assert code == 0, captured.err
-    videos = sorted((tmp_path / "videos").glob("*.mp4"))
+    captured, videos = _rollout_videos(setup, capsys, monkeypatch, tmp_path, setup[1], episodes=2, max_steps=3)
     assert [v.name for v in videos] == ["rollout_000000_sim_vs_imagined.mp4"]
     frames = _video_frames(videos[0])
     assert frames.shape[1:] == (32, 64, 3) and len(frames) == 4  # start + 3 steps, two 32 px views
@@ -132,15 +138,10 @@ def test_rollout_video_without_a_real_counterpart_is_the_imagination_alone(setup
     another scene, so no real counterpart is claimed."""
     from robot_learn.envs.conditions import EnvConditions
 
-    root, _, policies = setup
     narrow = tmp_path / "narrow.zarr"
     collect_demos("bin_place", 1, narrow, cameras=("front",), image_size=32, max_steps=4, keep_failures=True,
                   progress_bar=False, conditions=EnvConditions(start_spread="narrow"))
-    code, captured = run(capsys, monkeypatch, tmp_path, "rollout", f"checkpoint={root / 'wm'}",
-                         f"policy_dir={policies['fits']}", f"store={narrow}", f"out={tmp_path / 's.zarr'}",
-                         "episodes=1", "max_steps=2", "videos=1", f"video_dir={tmp_path / 'videos'}")
-    assert code == 0, captured.err
-    videos = sorted((tmp_path / "videos").glob("*.mp4"))
+    captured, videos = _rollout_videos(setup, capsys, monkeypatch, tmp_path, narrow, episodes=1, max_steps=2)
     assert [v.name for v in videos] == ["rollout_000000_imagined.mp4"]
     assert _video_frames(videos[0]).shape[1:] == (32, 32, 3)
     assert "no real counterpart" in captured.out
