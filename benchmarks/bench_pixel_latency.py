@@ -12,7 +12,14 @@ The order rotates run by run in one process so that load from other jobs hits al
 alike; it prints wall p50/p95, the ratio to plain, process-CPU p50, and the largest
 action difference to plain. The discrete-diffusion preset has no such paths.
 
+``--samplers ddim:10 ddim:5 dpmsolver:3 mip vla`` times ``diffusion_pixels`` under each
+sampler and step count (``mip``: the ``diffusion_mip_pixels`` preset's two passes; ``vla``:
+``discrete_diffusion_pixels``), interleaved in one process with the order rotating, and
+prints each arm's p50 / p95 and its ratio to the first arm. ``--compile`` runs every
+diffusion arm through ``compile_inference`` (compiled before timing).
+
     .venv/bin/python benchmarks/bench_pixel_latency.py [--runs 100] [--threads 2] [--compare]
+    .venv/bin/python benchmarks/bench_pixel_latency.py --samplers ddim:10 ddim:5 mip [--compile]
 """
 
 from __future__ import annotations
@@ -25,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
-from omegaconf import OmegaConf
 
 from robot_learn.envs.base_env import SCENE_LABELS
 from robot_learn.policies import make_policy
@@ -38,11 +45,13 @@ CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "policy"
 
 
 def build(preset: str):
-    config = instantiate(OmegaConf.load(CONFIGS / f"{preset}.yaml"))
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):  # presets may extend others
+        config = instantiate(compose(config_name=preset))
     if config.frame_encoder:
         config = config.with_changes(frame_encoder={**config.frame_encoder, "label_names": list(SCENE_LABELS),
                                                     "vocab": sorted(set(INSTRUCTION.split()))})
-    return make_policy(PRESETS[preset], config, None, instructions=[INSTRUCTION]).eval()
+    family = "discrete_diffusion" if preset.startswith("discrete") else "diffusion"
+    return make_policy(family, config, None, instructions=[INSTRUCTION]).eval()
 
 
 def observation(policy) -> dict:
@@ -98,14 +107,63 @@ def compare(runs: int, warmup: int, threads: int) -> None:
                   f"{np.median(cpu[arm]):.1f} | {difference:.1e} |")
 
 
+def sampler_arms(settings: list[str], compiled: bool) -> dict[str, tuple]:
+    """``{setting: (policy, observation)}``: ``diffusion_pixels`` switched to each sampler,
+    ``mip`` the MIP preset, ``vla`` the discrete-diffusion preset."""
+    arms = {}
+    for setting in settings:
+        if setting == "vla":
+            policy = build("discrete_diffusion_pixels")
+        else:
+            policy = build("diffusion_mip_pixels" if setting == "mip" else "diffusion_pixels")
+            kind, _, steps = setting.partition(":")
+            policy.set_inference_scheduler(kind, int(steps) if steps else None)
+            policy.set_fast_inference(True, compile=compiled)
+        arms[setting] = (policy, observation(policy))
+    return arms
+
+
+def samplers(settings: list[str], runs: int, warmup: int, threads: int, compiled: bool) -> None:
+    """Each sampler arm timed per chunk, the order rotating run by run."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"bench_pixel_latency --samplers: torch {torch.__version__}, {threads} threads, {runs} runs after {warmup} "
+          f"warmup, batch 1, compiled {compiled}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores "
+          f"(load {load:.1f})")
+    arms = sampler_arms(settings, compiled)
+    wall: dict[str, list[float]] = {name: [] for name in arms}
+    names = list(arms)
+    with torch.no_grad():
+        for policy, obs in arms.values():  # compiles here, outside the timing
+            policy.predict_action_chunk(obs)
+        for i in range(warmup + runs):
+            for name in names[i % len(names):] + names[: i % len(names)]:
+                policy, obs = arms[name]
+                t0 = time.perf_counter()
+                policy.predict_action_chunk(obs)
+                if i >= warmup:
+                    wall[name].append((time.perf_counter() - t0) * 1000.0)
+    print(f"| arm | network calls per chunk | p50 / p95 (ms) | p50 / {names[0]} |")
+    print("| --- | ---: | ---: | ---: |")
+    first = float(np.median(wall[names[0]]))
+    for name, (policy, _) in arms.items():
+        p50 = float(np.median(wall[name]))
+        calls = getattr(policy, "num_inference_steps", None) or policy.config.decoding_rounds
+        print(f"| {name} | {calls} | {p50:.1f} / {np.percentile(wall[name], 95):.1f} | {p50 / first:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--compare", action="store_true", help="fast inference path off vs on, interleaved")
+    parser.add_argument("--samplers", nargs="+", help="arms: SAMPLER:STEPS of diffusion_pixels, mip, vla")
+    parser.add_argument("--compile", action="store_true", help="with --samplers: compile every diffusion arm")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.samplers:
+        samplers(args.samplers, args.runs, args.warmup, args.threads, args.compile)
+        return
     if args.compare:
         compare(args.runs, args.warmup, args.threads)
         return

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
 
 
 def ranks(values: np.ndarray) -> np.ndarray:
@@ -41,7 +40,7 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
 def main() -> int:
     from robot_learn.evaluation import evaluate
     from robot_learn.policies import load_policy
-    from robot_learn.world_models.checkpoint import load_world_model
+    from robot_learn.world_models.checkpoint import load_world_model, training_store
     from robot_learn.world_models.rollout import WorldModelEnvFactory
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -57,7 +56,7 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     model = load_world_model(args.world_model)
-    store = args.store or yaml.safe_load((Path(args.world_model) / "wm_train.yaml").read_text())["data"]["path"]
+    store = args.store or training_store(args.world_model)
     task = model.config.task
     rows = []
     for directory in args.policies:

@@ -30,6 +30,7 @@ def eval_app(cfg: DictConfig) -> int:
                                   image_size=int(cfg.task.image_size),
                                   expected_type=cfg.policy_type, device=device)
     set_execute_horizon(policy, cfg)
+    set_sampler(policy, cfg)
     predict = None
     if guide is not None:
         from robot_learn.training.phase_guide import load_phase_guide
@@ -68,6 +69,29 @@ def set_execute_horizon(policy, cfg: DictConfig) -> None:
         raise CLIError(f"execute_horizon={steps} runs past this policy's chunk: valid 1..{longest} "
                        f"(action_horizon {config.action_horizon}, obs_horizon {config.obs_horizon})")
     config.execute_horizon = steps
+
+
+def set_sampler(policy, cfg: DictConfig) -> None:
+    """Sample with ``sampler`` (``ddim``, ``dpmsolver``, ``ddpm``; ``mip`` for a MIP-head policy)
+    in ``sampler_steps`` network calls instead of the checkpoint's (null keeps each); CLIError
+    naming the key and the valid choices."""
+    from robot_learn.cli.hydra_app import CLIError
+    from robot_learn.cli.settings import setting
+    from robot_learn.policies.diffusion.configuration_diffusion import INFERENCE_SCHEDULERS
+    from robot_learn.policies.diffusion.mip_head import MIP_SAMPLER
+
+    kind = setting(cfg, "sampler", str, choices=(*INFERENCE_SCHEDULERS, MIP_SAMPLER), optional=True)
+    steps = setting(cfg, "sampler_steps", int, minimum=1, optional=True)
+    if kind is None and steps is None:
+        return
+    if not hasattr(policy, "set_inference_scheduler"):
+        raise CLIError(f"sampler / sampler_steps apply to diffusion policies; this checkpoint is a {policy.name} policy")
+    if kind is None:
+        kind = MIP_SAMPLER if policy.config.head == "mip" else policy.config.inference_scheduler
+    try:
+        policy.set_inference_scheduler(kind, steps)
+    except ValueError as error:
+        raise CLIError(f"sampler={kind} sampler_steps={steps}: {error}") from None
 
 
 def guide_settings(cfg: DictConfig) -> tuple[str, object] | None:

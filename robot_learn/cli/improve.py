@@ -22,6 +22,7 @@ from robot_learn.cli.errors import CLIError
 from robot_learn.cli.hydra_app import demo_store_path, run_hydra_app
 from robot_learn.cli.settings import env_conditions
 from robot_learn.cli.train import check_store_fits_policy, ensure_demos, instantiate_node, policy_name_for_config
+from robot_learn.training.frame_features import prepare_frame_features
 
 
 def train_base_policy(cfg: DictConfig, demos: Any, run_dir: Path, train_cfg: Any, demo_path: Any) -> Path:
@@ -34,10 +35,17 @@ def train_base_policy(cfg: DictConfig, demos: Any, run_dir: Path, train_cfg: Any
         return Path(cfg.base_policy)
     policy_config = instantiate_node(cfg.policy, "policy")
     check_store_fits_policy(demos, policy_config, str(demo_path))
-    policy = build_policy_for_view(policy_config, demos, name=policy_name_for_config(policy_config))
+    try:  # pixel presets: the frame encoder (pretrained or reused) and its features of the demos
+        policy_config, encoder, derived = prepare_frame_features(policy_config, demos, cfg.task.name,
+                                                                 str(demo_path), device=str(cfg.train.device))
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    policy = build_policy_for_view(policy_config, demos, derived, name=policy_name_for_config(policy_config))
+    if encoder is not None:
+        policy.frame_encoder.load_state_dict(encoder.state_dict())
     sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=train_cfg.batch_size,
-                            seed=int(cfg.data.sampler_seed))
+                            seed=int(cfg.data.sampler_seed), derived=derived)
     base_cfg = dataclasses.replace(train_cfg, out_dir=str(run_dir / "base"), steps=int(cfg.base_train_steps))
     print(f"training the base policy for {base_cfg.steps} steps on {demos.num_episodes} demos")
     return Path(Trainer(policy, sampler, base_cfg).fit()["final_policy_dir"])

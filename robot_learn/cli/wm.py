@@ -11,7 +11,7 @@ from robot_learn.cli.errors import CLIError
 from robot_learn.cli.hydra_app import run_hydra_app
 from robot_learn.cli.settings import setting
 
-RUN_CONFIG = "wm_train.yaml"  # written into a training run dir; eval and rollout read the store from it
+from robot_learn.world_models.checkpoint import RUN_CONFIG, run_settings, training_store
 
 
 def world_model_config(cfg: DictConfig, task: str):
@@ -100,16 +100,6 @@ def _fidelity(model, store_path: Path, held_out: int, out_dir: Path, *, horizon:
     return 0
 
 
-def run_settings(checkpoint: str) -> dict:
-    """The ``wm_train.yaml`` of the run a checkpoint came from ({} when there is none)."""
-    import yaml
-
-    for parent in (Path(checkpoint), *Path(checkpoint).parents[:2]):
-        if (parent / RUN_CONFIG).is_file():
-            return yaml.safe_load((parent / RUN_CONFIG).read_text()) or {}
-    return {}
-
-
 def eval_app(cfg: DictConfig) -> int:
     """Fidelity report of a saved world model: PSNR/SSIM per step against copy-last-frame."""
     from robot_learn.world_models import load_world_model
@@ -145,7 +135,7 @@ def rollout_app(cfg: DictConfig) -> int:
     scorer = setting(cfg, "scorer", str)
     if scorer != "nearest" and not Path(scorer).is_dir():
         raise CLIError(f"scorer '{scorer}' is neither 'nearest' nor a success-model directory")
-    store_path = setting(cfg, "store", str, optional=True) or (run_settings(checkpoint).get("data") or {}).get("path")
+    store_path = setting(cfg, "store", str, optional=True) or training_store(checkpoint)
     if not store_path:
         raise CLIError(f"world model {checkpoint} is not in a wm train run dir; give store=... (its start frames)")
     if not Path(store_path).exists():

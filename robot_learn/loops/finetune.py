@@ -18,6 +18,11 @@ range, and no fine-tuning can teach the policy to reach further.
 
 Conditioning inputs a method's parts are labelled with (RECAP's ``advantage``) are
 added to the policy with :func:`~robot_learn.policies.conditioning.with_condition_input`.
+
+A pixel policy (one with a frozen frame encoder) trains, as in ``robot-learn train``, on
+its encoder's features of every part's frames, from each store's feature cache (built
+for a store the first time, rebuilt when another encoder made it); a retrained one keeps
+the current policy's encoder.
 """
 
 from __future__ import annotations
@@ -42,8 +47,12 @@ def finetune(ctx: Any, cfg: Any, r: int, policy_dir: Path, parts: Mapping[str, A
     from robot_learn.training import Trainer, build_policy_for_view
 
     current = load_policy(policy_dir)
-    policy = (build_policy_for_view(current.config, ctx.demos, name=current.name)
-              if cfg.train_mode == "retrain" else current)
+    policy = current
+    if cfg.train_mode == "retrain":
+        policy = build_policy_for_view(current.config, ctx.demos, frame_features(current, ctx.demos.store),
+                                       name=current.name)
+        if getattr(current, "frame_encoder", None) is not None:
+            policy.frame_encoder.load_state_dict(current.frame_encoder.state_dict())
     if cfg.return_threshold is not None:
         parts = {n: dataclasses.replace(p, labels={**p.labels, HIGH_RETURN_KEY: return_labels(
             p.view, cfg.return_threshold)}) for n, p in parts.items()}
@@ -75,10 +84,22 @@ def training_sampler(policy: Any, parts: Mapping[str, Any], batch_size: int, see
             continue  # weight 0
         windows = WindowSampler(part.view, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                                 action_horizon=policy.action_horizon, batch_size=shares[name],
-                                seed=1000 * seed + i)
+                                seed=1000 * seed + i, derived=frame_features(policy, part.view.store))
         samplers[name] = (ConditionSampler(windows, tuple(policy.conditions), part.labels, dropout, seed=1000 * seed + i)
                           if policy.conditions else windows)
     return MixtureSampler(samplers)
+
+
+def frame_features(policy: Any, store: Any) -> dict[str, np.ndarray]:
+    """``{"features": per-frame array}`` of ``store`` by ``policy``'s frozen frame encoder,
+    from the store's feature cache; ``{}`` for a policy without one."""
+    from robot_learn.policies.frame_encoder import FEATURES_KEY
+    from robot_learn.training.frame_feature_cache import cached_frame_features
+
+    encoder = getattr(policy, "frame_encoder", None)
+    if encoder is None:
+        return {}
+    return {FEATURES_KEY: cached_frame_features(store, encoder)}
 
 
 def action_extent(policy: Any, parts: Mapping[str, Any]) -> float:

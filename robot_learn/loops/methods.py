@@ -12,9 +12,10 @@ from robot_learn.loops.more_demos import MoreDemos
 from robot_learn.loops.recap import Recap
 from robot_learn.loops.reversed import Reversed
 from robot_learn.loops.round import LoopConfig, LoopContext, Method
+from robot_learn.loops.world_model import WorldModelLoop
 
 METHODS: dict[str, type[Method]] = {m.name: m for m in (HGDagger, HelpCurated, Recap, Autonomous, MoreDemos, Reversed,
-                                                     Guided)}
+                                                     Guided, WorldModelLoop)}
 
 
 def method_class(name: str) -> type[Method]:

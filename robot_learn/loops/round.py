@@ -79,6 +79,8 @@ class LoopContext:
     conditions: Any = None                      # EnvConditions the rounds are evaluated under (start
                                                 # spread, disturbances; None: the defaults); the
                                                 # robots of ``make_robot`` should run under the same
+    imagination: Any = None                     # loop=world_model's settings: where source
+                                                # ``imagined`` rolls out (robot_learn.loops.world_model)
 
 
 @dataclass(frozen=True)

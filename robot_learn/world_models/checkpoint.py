@@ -19,6 +19,9 @@ from robot_learn.world_models.configuration_world_model import WorldModelConfig
 from robot_learn.world_models.modeling_world_model import VideoWorldModel
 
 
+RUN_CONFIG = "wm_train.yaml"  # written into a training run dir; eval and rollout read the store from it
+
+
 class WorldModelLoadError(ValueError):
     """A world-model checkpoint is missing, corrupt, or for another task suite."""
 
@@ -28,6 +31,21 @@ def task_suite(task: str) -> str:
     if "/" in task:
         return task.split("/", 1)[0]
     return "pusht" if task == "pusht" else "robot_learn"
+
+
+def run_settings(checkpoint: str | Path) -> dict:
+    """The ``wm_train.yaml`` of the run a checkpoint came from ({} when there is none)."""
+    import yaml
+
+    for parent in (Path(checkpoint), *Path(checkpoint).parents[:2]):
+        if (parent / RUN_CONFIG).is_file():
+            return yaml.safe_load((parent / RUN_CONFIG).read_text()) or {}
+    return {}
+
+
+def training_store(checkpoint: str | Path) -> str | None:
+    """The store the world model at ``checkpoint`` was trained on (its run's ``data.path``), or None."""
+    return (run_settings(checkpoint).get("data") or {}).get("path")
 
 
 def save_world_model(model: VideoWorldModel, directory: str | Path) -> None:

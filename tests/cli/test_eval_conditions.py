@@ -88,3 +88,34 @@ def test_an_execute_horizon_past_the_chunk_is_a_one_line_error(user_error, tmp_p
     _saved_policy(tmp_path / "ckpt")  # action_horizon 8, obs_horizon 2: at most 7 actions per chunk
     assert "execute_horizon=8 runs past this policy's chunk: valid 1..7" in user_error(
         "eval", "checkpoint=ckpt", "task=stack", "execute_horizon=8")
+
+
+def test_eval_samples_with_the_sampler_and_steps_it_is_given(run_cli, tmp_path):
+    from omegaconf import OmegaConf
+
+    from robot_learn.cli.evaluate import set_sampler
+    from robot_learn.policies import load_policy
+
+    policy = load_policy(_saved_policy(tmp_path / "ckpt"))
+    set_sampler(policy, OmegaConf.create({"sampler": None, "sampler_steps": None}))
+    assert (type(policy.sampler).__name__, policy.num_inference_steps) == ("DDIMScheduler", 2)  # null keeps both
+    set_sampler(policy, OmegaConf.create({"sampler": None, "sampler_steps": 5}))
+    assert (type(policy.sampler).__name__, policy.num_inference_steps) == ("DDIMScheduler", 5)
+    set_sampler(policy, OmegaConf.create({"sampler": "dpmsolver", "sampler_steps": 3}))
+    assert (type(policy.sampler).__name__, policy.num_inference_steps) == ("DPMSolverMultistepScheduler", 3)
+    out = run_cli("eval", "checkpoint=ckpt", "task=stack", "episodes=1", "workers=1", "videos=0", "max_steps=6",
+                  "sampler=dpmsolver", "sampler_steps=3", "out_dir=evalout", timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads((tmp_path / "evalout" / "report.json").read_text())
+    assert (report["eval_config"]["sampler"], report["eval_config"]["sampler_steps"]) == ("dpmsolver", 3)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["sampler=heun"], "unknown sampler 'heun'; valid choices: ddpm, ddim, dpmsolver, mip"),
+    (["sampler_steps=0"], "sampler_steps must be >= 1, got 0"),
+    (["sampler_steps=500"], "num_inference_steps must be in [1, 100], got 500"),
+    (["sampler=mip"], "sampler 'mip' needs a policy trained with head 'mip'"),
+])
+def test_a_bad_sampler_is_a_one_line_error(user_error, tmp_path, args, message):
+    _saved_policy(tmp_path / "ckpt")
+    assert message in user_error("eval", "checkpoint=ckpt", "task=stack", *args)

@@ -109,8 +109,8 @@ def test_unknown_loop_is_a_clear_error(user_error):
 
 
 def test_unknown_source_is_a_clear_error(user_error):
-    line = user_error("improve", "loop.sources=[hitl,imagined]", *TINY)
-    assert "unknown source 'imagined'; valid sources: hitl, autonomous, teleop, guided, reversed" in line
+    line = user_error("improve", "loop.sources=[hitl,dreamed]", *TINY)
+    assert "unknown source 'dreamed'; valid sources: hitl, autonomous, teleop, guided, reversed, imagined" in line
 
 
 def test_negative_or_all_zero_source_weights_are_clear_errors(user_error):

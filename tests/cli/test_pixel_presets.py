@@ -16,7 +16,7 @@ TINY = ["task=bin_place", "policy=diffusion_pixels", "data.episodes=2", "data.pa
         "policy.frame_pretraining.steps=3", "+policy.frame_pretraining.batch_size=8",
         "policy.frame_pretraining.finetune_steps=0",
         "+policy.down_dims=[16,32]", "+policy.action_horizon=8", "+policy.execute_horizon=4",
-        "+policy.num_inference_steps=2", "train=fast", "train.steps=3", "eval.episodes=2",
+        "policy.num_inference_steps=2", "train=fast", "train.steps=3", "eval.episodes=2",
         "eval.max_steps=6", "eval.videos=0"]
 
 

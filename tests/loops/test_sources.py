@@ -25,7 +25,7 @@ def test_a_list_of_sources_takes_one_weight_each_or_none_for_equal_weights():
     ({"hitl": 1, "dagger": 1}, "unknown source 'dagger'; valid sources: hitl, autonomous"),
     ({"hitl": -1}, "source 'hitl' has weight -1.0; weights must be >= 0"),
     ({"hitl": 0, "autonomous": 0}, r"source weights are all zero \(\{'hitl': 0.0, 'autonomous': 0.0\}\); give at "
-                                   r"least one of hitl, autonomous, teleop, guided, reversed a positive weight"),
+                                   r"least one of hitl, autonomous, teleop, guided, reversed, imagined a positive weight"),
     ({}, "source weights are all zero"),
 ])
 def test_bad_sources_are_clear_errors(sources, message):

@@ -1,0 +1,117 @@
+"""Does imagined data help? One base policy, fine-tuned on N rollouts imagined in a world
+model, on N rollouts in MuJoCo, or not at all; every arm evaluated in MuJoCo.
+
+Each arm is one round of ``robot-learn improve`` from the same base policy:
+
+- ``sim``: ``loop=autonomous``, N rollouts in MuJoCo, the successes kept (the simulator's label);
+- ``imagined:<scorer>``: ``loop=world_model``, N rollouts imagined by the world model, the
+  ones ``<scorer>`` (``nearest`` or a success-model dir) judges successful kept;
+
+both fine-tuned the same way (the loop's ``train_steps``, base demos mixed in). Then
+``robot-learn eval`` of the base and of each arm's policy on the same held-out seeds, so
+the arms are paired: the table gives success [95% CI], and the episodes won only by the
+arm or only by the base with the exact McNemar p.
+
+    .venv/bin/python benchmarks/bench_wm_improve.py --world-model outputs/wm/bin_place_residual_s32 \\
+        --base-policy outputs/train/px_front64b/checkpoints/step_0004000/ema --rollouts 50 --eval-episodes 50 \\
+        --scorers nearest outputs/wm/bin_place_residual_s32/success_model
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from math import comb
+from pathlib import Path
+
+# The policy group the front-camera 64 px policies of the world-model benchmarks were trained with:
+# `improve` renders the cameras it names and finds the demo store from it.
+FRONT_64 = ("policy=diffusion_pixels policy.image_size=64 policy.frame_encoder.cameras=[front] "
+            "+policy.frame_encoder.image_size=64")
+
+
+def cli(*args: str) -> None:
+    script = Path(sys.executable).with_name("robot-learn")
+    print("$ robot-learn " + " ".join(shlex.quote(a) for a in args), flush=True)
+    subprocess.run([str(script), *args], check=True, env={**os.environ, "MUJOCO_GL": "egl"},
+                   stdout=subprocess.DEVNULL)
+
+
+def evaluate(policy_dir: str, task: str, episodes: int, out_dir: Path, image_size: int) -> list[bool]:
+    """Success per held-out seed (from 1,000,000) of ``policy_dir`` in MuJoCo."""
+    if not (out_dir / "report.json").exists():
+        cli("eval", f"checkpoint={policy_dir}", f"task={task}", f"task.image_size={image_size}", f"episodes={episodes}",
+            "videos=0", f"out_dir={out_dir}")
+    report = json.loads((out_dir / "report.json").read_text())
+    return [bool(e["success"]) for e in report["tasks"][task]["per_episode"]]
+
+
+def mcnemar(only_a: int, only_b: int) -> float:
+    """Exact two-sided McNemar p for discordant pairs."""
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, k) for k in range(min(only_a, only_b) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def main() -> None:
+    from robot_learn.evaluation.metrics import wilson_interval
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--world-model", required=True, help="a world-model dir or `wm train` run dir")
+    parser.add_argument("--base-policy", required=True, help="the policy every arm starts from")
+    parser.add_argument("--task", default="bin_place")
+    parser.add_argument("--rollouts", type=int, default=50, help="N: rollouts per arm")
+    parser.add_argument("--train-steps", type=int, default=500)
+    parser.add_argument("--eval-episodes", type=int, default=50)
+    parser.add_argument("--scorers", nargs="+", default=["nearest"], help="nearest and/or success-model dirs")
+    parser.add_argument("--policy-args", default=FRONT_64, help="the policy group of the base policy")
+    parser.add_argument("--image-size", type=int, default=64, help="the base policy's camera size")
+    parser.add_argument("--out", default="outputs/bench_wm_improve")
+    args = parser.parse_args()
+    out = Path(args.out)
+    common = ["rounds=1", f"task={args.task}", f"base_policy={args.base_policy}", "base_eval=false",
+              f"loop.episodes={args.rollouts}", f"loop.train_steps={args.train_steps}", "loop.eval_episodes=1",
+              *shlex.split(args.policy_args)]
+    arms = {"sim": ["loop=autonomous"]}
+    for scorer in args.scorers:
+        arms[f"imagined:{Path(scorer).name}"] = ["loop=world_model", f"loop.world_model={args.world_model}",
+                                                 f"loop.scorer={scorer}"]
+    results = {"base": evaluate(args.base_policy, args.task, args.eval_episodes, out / "eval_base", args.image_size)}
+    kept, seconds = {}, {}
+    for name, loop in arms.items():
+        run_dir = out / name.replace(":", "_")
+        start = time.perf_counter()
+        if not (run_dir / "rounds.json").exists():
+            cli("improve", *loop, *common, f"run_dir={run_dir}")
+        seconds[name] = time.perf_counter() - start
+        round_1 = json.loads((run_dir / "rounds.json").read_text())[-1]
+        kept[name] = round_1["collected_successes"]
+        results[name] = evaluate(round_1["policy_dir"], args.task, args.eval_episodes, run_dir / "eval",
+                                 args.image_size)
+
+    base = results["base"]
+    print(f"\n{args.task}: base {args.base_policy}, {args.rollouts} rollouts per arm, {args.train_steps} fine-tuning "
+          f"steps, {args.eval_episodes} held-out seeds from 1,000,000 in MuJoCo")
+    print("| arm | rollouts kept as successes | success [95% CI] | won only by arm / only by base | McNemar p | "
+          "arm wall s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, wins in results.items():
+        n, k = len(wins), sum(wins)
+        low, high = wilson_interval(k, n)
+        only_arm = sum(a and not b for a, b in zip(wins, base))
+        only_base = sum(b and not a for a, b in zip(wins, base))
+        paired = "-" if name == "base" else f"{only_arm} / {only_base}"
+        p = "-" if name == "base" else f"{mcnemar(only_arm, only_base):.3f}"
+        print(f"| {name} | {kept.get(name, '-')} | {k / n:.0%} [{low:.1%}, {high:.1%}] | {paired} | {p} | "
+              f"{seconds.get(name, 0):.0f} |")
+
+
+if __name__ == "__main__":
+    main()
