@@ -11,7 +11,7 @@ from robot_learn.cli.errors import CLIError
 from robot_learn.cli.hydra_app import run_hydra_app
 from robot_learn.cli.settings import setting
 
-from robot_learn.world_models.checkpoint import RUN_CONFIG, run_settings, training_store
+from robot_learn.world_models.checkpoint import RUN_CONFIG, run_settings
 
 
 def world_model_config(cfg: DictConfig, task: str):
@@ -125,7 +125,8 @@ def rollout_app(cfg: DictConfig) -> int:
     data. ``workers`` > 1 splits the seeds over Ray workers writing through one writer."""
     from robot_learn.policies import load_policy
     from robot_learn.world_models import load_world_model
-    from robot_learn.world_models.rollout import check_policy_fits, generate_rollouts, rollout_env, task_spaces
+    from robot_learn.world_models.rollout import (check_policy_fits, generate_rollouts, rollout_env,
+                                                  rollout_starts, task_spaces)
 
     checkpoint = setting(cfg, "checkpoint", str)
     policy_dir = setting(cfg, "policy_dir", str)
@@ -133,13 +134,10 @@ def rollout_app(cfg: DictConfig) -> int:
     workers = setting(cfg, "workers", int, minimum=1)
     out = setting(cfg, "out", str)
     scorer = setting(cfg, "scorer", str)
-    if scorer != "nearest" and not Path(scorer).is_dir():
-        raise CLIError(f"scorer '{scorer}' is neither 'nearest' nor a success-model directory")
-    store_path = setting(cfg, "store", str, optional=True) or training_store(checkpoint)
-    if not store_path:
-        raise CLIError(f"world model {checkpoint} is not in a wm train run dir; give store=... (its start frames)")
-    if not Path(store_path).exists():
-        raise CLIError(f"store '{store_path}' does not exist")
+    try:
+        store_path = rollout_starts(checkpoint, setting(cfg, "store", str, optional=True), scorer)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
     model = load_world_model(checkpoint)
     policy = load_policy(policy_dir)
     check_policy_fits(policy, model, int(task_spaces(model.config.task)[0].shape[0]))  # before anything is written

@@ -43,20 +43,13 @@ class WorldModelLoopConfig(LoopConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from robot_learn.world_models.checkpoint import training_store
+        from robot_learn.world_models.rollout import rollout_starts
 
         if not self.world_model:
             raise ValueError("loop.world_model is required: a world-model dir or `robot-learn wm train` run dir")
         if not Path(self.world_model).exists():
             raise ValueError(f"loop.world_model '{self.world_model}' does not exist")
-        self.starts = self.starts or training_store(self.world_model)
-        if not self.starts:
-            raise ValueError(f"world model {self.world_model} is not in a wm train run dir; give loop.starts=<a store "
-                             "whose first frames start the rollouts>")
-        if not Path(self.starts).exists():
-            raise ValueError(f"loop.starts '{self.starts}' does not exist")
-        if self.scorer != "nearest" and not Path(self.scorer).is_dir():
-            raise ValueError(f"loop.scorer '{self.scorer}' is neither 'nearest' nor a success-model directory")
+        self.starts = rollout_starts(self.world_model, self.starts, self.scorer, keys=("loop.starts", "loop.scorer"))
 
 
 class WorldModelLoop(Autonomous):
@@ -74,8 +67,6 @@ def imagine(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, episodes:
     """Source ``imagined``: round ``r``'s ``episodes`` rollouts of ``policy`` in the world model
     of ``ctx.imagination`` into ``store``, resuming after the round's imagined episodes
     already there (seeds ``seed, seed+1, ...``)."""
-    import numpy as np
-
     from robot_learn.world_models import load_world_model
     from robot_learn.world_models.rollout import check_policy_fits, generate_rollouts, rollout_env, task_spaces
 
@@ -98,7 +89,7 @@ def imagine(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, episodes:
     for line in summary.stopped:
         print(f"round {r}: imagined rollout stopped, not written: {line}")
     print(f"round {r}: {summary.written} imagined rollouts, {summary.successes} judged successful "
-          f"({np.round(summary.successes / max(summary.written, 1), 2):.0%})")
+          f"({summary.successes / max(summary.written, 1):.0%})")
 
 
 register_source(IMAGINED, imagine)

@@ -79,6 +79,26 @@ class WorldModelEnvFactory:
                              scorer=make_scorer(self.scorer, view, model))
 
 
+def rollout_starts(checkpoint: str | Path, starts: str | Path | None, scorer: str,
+                   keys: tuple[str, str] = ("store", "scorer")) -> str:
+    """The store whose first frames start rollouts of the world model at ``checkpoint``:
+    ``starts``, or (None) the store the model was trained on; checks that it exists and that
+    ``scorer`` is ``nearest`` or a directory. ValueError naming the caller's setting
+    (``keys``: what it calls the starts and the scorer)."""
+    from robot_learn.world_models.checkpoint import training_store
+
+    starts_key, scorer_key = keys
+    if str(scorer) != "nearest" and not Path(scorer).is_dir():
+        raise ValueError(f"{scorer_key} '{scorer}' is neither 'nearest' nor a success-model directory")
+    path = starts or training_store(checkpoint)
+    if not path:
+        raise ValueError(f"world model {checkpoint} is not in a wm train run dir; give {starts_key}=... (its start "
+                         "frames)")
+    if not Path(path).exists():
+        raise ValueError(f"{starts_key} '{path}' does not exist")
+    return str(path)
+
+
 def make_scorer(scorer: str | Path | None, starts: EpisodeView, model: VideoWorldModel) -> RolloutScorer:
     """What labels ``model``'s imagined steps: ``None`` or ``"nearest"`` is the
     :class:`NearestFrameScorer` over ``starts``; anything else is the directory of a
