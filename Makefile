@@ -94,15 +94,17 @@ gpu-check:
 # lerobot is installed with --no-deps, and only what its dataset code needs is
 # added, under lerobot's own pins (huggingface-hub<0.36, av<16, ...) plus
 # numpy<2.4 (lerobot 0.4.4 hands datasets (1,)-shaped scalars, which numpy 2.4
-# refuses to convert). Every step must succeed: a venv that cannot be built
-# fails the target, and the tests import lerobot without skipping.
+# refuses to convert). draccus, einops, pyserial and deepdiff let lerobot's policy
+# code import (benchmarks/bench_vs_lerobot.py). Every step must succeed: a venv
+# that cannot be built fails the target, and the tests import lerobot without skipping.
 LEROBOT_VENV := .venv-lerobot
 LEROBOT_BIN := $(LEROBOT_VENV)/bin
 LEROBOT_STAMP := $(LEROBOT_VENV)/.installed
 LEROBOT_VERSION := 0.4.4
 LEROBOT_DEPS := 'numpy>=2,<2.4' 'datasets>=4.0,<5' 'huggingface-hub>=0.34.2,<0.36' \
 	'diffusers>=0.30,<0.36' 'av>=15,<16' 'jsonlines>=4,<5' 'packaging>=24.2,<26' \
-	'accelerate>=1.10,<2' 'pytest>=8' 'pytest-timeout>=2.3'
+	'accelerate>=1.10,<2' 'pytest>=8' 'pytest-timeout>=2.3' \
+	'draccus==0.10.0' 'einops>=0.8,<0.9' 'pyserial>=3.5,<4' 'deepdiff>=7.0.1,<9'
 
 .PHONY: test-lerobot
 
@@ -114,7 +116,7 @@ $(LEROBOT_STAMP): pyproject.toml
 	$(LEROBOT_BIN)/$(PIP_INSTALL) -r $(LEROBOT_VENV)/requirements.txt $(LEROBOT_DEPS)
 	$(LOCKED) $(LEROBOT_BIN)/$(PIP_INSTALL) --no-deps -e .
 	$(LEROBOT_BIN)/$(PIP_INSTALL) --no-deps lerobot==$(LEROBOT_VERSION)
-	$(LEROBOT_BIN)/python -c "import lerobot.datasets.lerobot_dataset, robot_learn.interop.lerobot_io"
+	$(LEROBOT_BIN)/python -c "import lerobot.datasets.lerobot_dataset, lerobot.policies.diffusion.modeling_diffusion, robot_learn.interop.lerobot_io"
 	touch $(LEROBOT_STAMP)
 
 test-lerobot: $(LEROBOT_STAMP)

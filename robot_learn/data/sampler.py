@@ -15,6 +15,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from robot_learn.data.block_pool import BlockPool, plan_blocks
 from robot_learn.data.errors import StoreError
 from robot_learn.data.store import EpisodeStore
 from robot_learn.data.views import EpisodeView, read_ranges
@@ -26,8 +27,11 @@ class WindowSampler:
     """Vectorised window sampler (numpy fancy indexing, no per-sample Python loop).
 
     With `cache=True` (default) the needed arrays of the selected episodes are
-    read and decompressed into memory once, if they take at most `max_cache_bytes`;
-    otherwise each batch reads only the frames it needs from zarr.
+    read and decompressed into memory once, if they take at most `max_cache_bytes`.
+    If they take more, runs of whole episodes are held in memory a few at a time,
+    within `max_cache_bytes`, and swapped in a shuffled cycle (`block_pool`: each
+    block serves about `windows_per_frame` windows per frame while resident). With
+    `cache=False` each batch reads only the frames it needs from zarr.
 
     `derived` adds per-frame arrays kept outside the store's schema (e.g. cached
     frame features, see `feature_cache`), one row per committed store frame; their
@@ -37,16 +41,23 @@ class WindowSampler:
                  action_key: str = "action", obs_horizon: int = 2, action_horizon: int = 16,
                  batch_size: int = 64, seed: int = 0, cache: bool = True,
                  max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES,
-                 derived: Mapping[str, np.ndarray] | None = None) -> None:
+                 derived: Mapping[str, np.ndarray] | None = None,
+                 windows_per_frame: float = 1.0) -> None:
         view = source.view() if isinstance(source, EpisodeStore) else source
         if not isinstance(view, EpisodeView):
             raise StoreError(f"WindowSampler needs an EpisodeStore or EpisodeView, "
                              f"got {type(source).__name__}")
         store = view.store
+        if isinstance(max_cache_bytes, bool) or not isinstance(max_cache_bytes, (int, np.integer)) \
+                or max_cache_bytes < 0:
+            raise StoreError(f"max_cache_bytes must be an int >= 0, got {max_cache_bytes!r}")
         for name, value in (("obs_horizon", obs_horizon), ("action_horizon", action_horizon),
                             ("batch_size", batch_size)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise StoreError(f"{name} must be a positive int, got {value!r}")
+        if isinstance(windows_per_frame, bool) or not isinstance(windows_per_frame, (int, float)) \
+                or not windows_per_frame > 0:
+            raise StoreError(f"windows_per_frame must be > 0, got {windows_per_frame!r}")
         obs_keys = (obs_keys,) if isinstance(obs_keys, str) else tuple(obs_keys)
         derived = dict(derived or {})
         for key, values in derived.items():
@@ -79,9 +90,20 @@ class WindowSampler:
         need = sum(int(self._lengths.sum()) * int(np.prod(store.schema[k]["shape"], dtype=np.int64))
                    * np.dtype(store.schema[k]["dtype"]).itemsize for k in stored)
         self.cached = bool(cache) and need <= max_cache_bytes
+        self.pool: BlockPool | None = None
         if cache and not self.cached:
-            warnings.warn(f"WindowSampler: {need / 2**20:.0f} MiB exceeds max_cache_bytes; "
-                          "reading windows from zarr instead", stacklevel=2)
+            total = max(1, int(self._lengths.sum()))
+            blocks, width, slots = plan_blocks(self._lengths, int(max_cache_bytes * total // max(need, 1)))
+            if slots >= 2:
+                self.pool = BlockPool({k: derived[k] if k in derived else store.array(k) for k in keys},
+                                      starts, ends, blocks, width, slots, self._rng, windows_per_frame)
+                warnings.warn(f"WindowSampler: {need / 2**20:.0f} MiB exceeds max_cache_bytes; sampling "
+                              f"from {slots} of {len(blocks)} blocks of episodes held in memory at a "
+                              "time", stacklevel=2)
+            else:
+                warnings.warn(f"WindowSampler: {need / 2**20:.0f} MiB exceeds max_cache_bytes and "
+                              "not two blocks of episodes fit in it; reading windows from zarr "
+                              "instead", stacklevel=2)
         if self.cached:
             # Frames of the selected episodes laid end to end in memory.
             self._frame_starts = np.concatenate([[0], np.cumsum(self._lengths)[:-1]]).astype(np.int64)
@@ -104,6 +126,11 @@ class WindowSampler:
 
     def sample(self) -> dict[str, Any]:
         """One random batch of `batch_size` windows (anchors drawn with replacement)."""
+        if self.pool is not None:
+            pos, t = self.pool.draw(self._rng, self.batch_size)
+            batch = self._gather(pos, t, self.pool.base, self.pool.buffers)
+            self.pool.served_batch(self._rng, self.batch_size)
+            return batch
         k = self._rng.integers(0, len(self._anchor_t), size=self.batch_size)
         return self._gather(self._anchor_pos[k], self._anchor_t[k])
 
@@ -125,24 +152,28 @@ class WindowSampler:
                              f"{self._lengths[pos].tolist()}")
         return self._gather(pos, t)
 
-    def _gather(self, pos: np.ndarray, t: np.ndarray) -> dict[str, Any]:
+    def _gather(self, pos: np.ndarray, t: np.ndarray, starts: np.ndarray | None = None,
+                memory: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
+        """Windows at (position, step) pairs; `starts`/`memory` index the block pool's buffers."""
         last = (self._lengths[pos] - 1)[:, None]
-        base = self._frame_starts[pos][:, None]
+        base = (self._frame_starts if starts is None else starts)[pos][:, None]
         obs_idx = base + np.clip(t[:, None] + self._obs_offsets, 0, last)
         act_idx = base + np.clip(t[:, None] + self._act_offsets, 0, last)
         obs: dict[str, Any] = {}
         for key in self.obs_keys:
-            value = self._take(key, obs_idx)
+            value = self._take(key, obs_idx, memory)
             if "/" in key:  # "images/front" -> obs["images"]["front"]
                 group, name = key.split("/", 1)
                 obs.setdefault(group, {})[name] = value
             else:
                 obs[key] = value
-        return {"obs": obs, "action": self._take(self.action_key, act_idx),
+        return {"obs": obs, "action": self._take(self.action_key, act_idx, memory),
                 "instruction": self._instructions[pos].tolist(),
                 "episode": self._episodes[pos], "t": t.astype(np.int64)}
 
-    def _take(self, key: str, idx: np.ndarray) -> np.ndarray:
+    def _take(self, key: str, idx: np.ndarray, memory: Mapping[str, np.ndarray] | None) -> np.ndarray:
+        if memory is not None:
+            return memory[key][idx]
         arr = self._arrays[key]
         if self.cached:
             return arr[idx]
@@ -153,8 +184,11 @@ class WindowSampler:
 
     def state_dict(self) -> dict[str, Any]:
         """RNG state as a JSON-able dict of plain Python values (no pickle needed)."""
-        return {"bit_generator": self._rng.bit_generator.state, "seed": self.seed,
-                "num_windows": len(self)}
+        state = {"bit_generator": self._rng.bit_generator.state, "seed": self.seed,
+                 "num_windows": len(self)}
+        if self.pool is not None:
+            state["pool"] = self.pool.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore the RNG so the next batches equal those after `state_dict()`."""
@@ -171,4 +205,6 @@ class WindowSampler:
             warnings.warn(f"sampler state was saved with {state['num_windows']} windows, this "
                           f"sampler has {len(self)}; batches will differ from the original run",
                           stacklevel=2)
+        if self.pool is not None and "pool" in state:
+            self.pool.load_state_dict(state["pool"])
         self._rng = rng

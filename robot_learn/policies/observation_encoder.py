@@ -39,6 +39,7 @@ class ObservationEncoder(nn.Module):
         share_vision_encoder: bool = False,
         vision_film: bool = False,
         vision_pool: str = "spatial_softmax",
+        vision_stem_stride: int = 2,
     ) -> None:
         super().__init__()
         if not state_dims and not camera_names:
@@ -52,7 +53,7 @@ class ObservationEncoder(nn.Module):
 
         def vision() -> VisionEncoder:
             return VisionEncoder(image_size, crop_size, vision_channels, vision_blocks_per_stage, num_keypoints,
-                                 vision_feature_dim, film_dim, vision_pool)
+                                 vision_feature_dim, film_dim, vision_pool, vision_stem_stride)
 
         names = ("shared",) if share_vision_encoder and self.camera_names else self.camera_names
         self.vision_encoders = nn.ModuleDict({name: vision() for name in names})

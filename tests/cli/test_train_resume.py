@@ -61,3 +61,22 @@ def test_a_garbage_trainer_state_is_named(finished_run, tmp_path, user_error):
     state.write_bytes(b"garbage" * 50)
     line = user_error(*_args(finished_run, run, "train.steps=8"))
     assert f"checkpoint file is corrupt or unreadable: {state}" in line
+
+
+def test_a_run_held_out_of_core_resumes_where_it_stopped(tmp_path, capsys):
+    """With ``data.cache_gb`` below the demos' size, training samples from blocks of whole
+    episodes (``block_pool``); the pool's place is in the checkpoint and resuming reads it."""
+    from robot_learn.data import EpisodeStore
+
+    assert main(["collect", "task=stack", "episodes=5", "cameras=[]", f"out={tmp_path / 'd.zarr'}"]) == 0
+    store = EpisodeStore.open(tmp_path / "d.zarr")
+    need = store.num_frames * 4 * sum(store.schema[k]["shape"][0] for k in ("state", "env_state", "action"))
+    args = ["train", "task=stack", "policy=diffusion_state", "train=fast", "data.cameras=[]",
+            f"data.path={tmp_path / 'd.zarr'}", "eval.episodes=1", "eval.workers=1", "eval.videos=0",
+            "eval.max_steps=4", f"run_dir={tmp_path / 'run'}", f"data.cache_gb={0.6 * need / 2**30:.9f}",
+            *TINY_POLICY]
+    with pytest.warns(UserWarning, match="blocks of episodes held in memory"):
+        assert main(args) == 0
+    with pytest.warns(UserWarning, match="blocks of episodes held in memory"):
+        assert main([*args, "train.steps=6"]) == 0
+    assert "resumed from step 4" in capsys.readouterr().out

@@ -58,6 +58,7 @@ class DiffusionConfig:
     vision_feature_dim: int = 64
     share_vision_encoder: bool = False
     vision_pool: str = "spatial_softmax"  # or "flatten" (see VisionEncoder)
+    vision_stem_stride: int = 2  # 4: a 4x4 patch stem, ResNet-18's downsampling before its first stage
     vision_film: bool = False  # FiLM the camera encoders with the instruction embedding (needs a text encoder)
     # language: "none", "vocab" (trained from scratch on `vocab`) or "pretrained" (frozen model at `pretrained_text_path`)
     text_encoder: str = "none"
@@ -132,6 +133,8 @@ class DiffusionConfig:
         check_choice("prediction_type", self.prediction_type, PREDICTION_TYPES)
         check_choice("text_encoder", self.text_encoder, TEXT_ENCODERS)
         check_choice("vision_pool", self.vision_pool, VISION_POOLS)
+        if self.vision_stem_stride not in (2, 4):
+            raise ValueError(f"vision_stem_stride must be 2 or 4, got {self.vision_stem_stride!r}")
         check_observes_something(self)
         unknown = [k for k in self.conditions if k not in self.state_dims]
         if unknown:

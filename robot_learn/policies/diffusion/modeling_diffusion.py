@@ -108,6 +108,7 @@ class DiffusionPolicy(Policy):
             share_vision_encoder=config.share_vision_encoder,
             vision_film=config.vision_film,
             vision_pool=config.vision_pool,
+            vision_stem_stride=config.vision_stem_stride,
         )
         step_dim, text_dim = self.obs_encoder.step_dim, self.obs_encoder.text_dim
         if config.denoiser == "unet":
