@@ -14,7 +14,7 @@ order rotating step by step so that load hits all alike; it prints each one's me
 step and its ratio to ``for_loop`` (PyTorch's default on CPU).
 
     .venv/bin/python benchmarks/bench_train.py [--batch-size 64] [--steps 8] [--warmup 2] [--threads 2]
-                                               [--no-cache] [--prefetch N]
+                                               [--no-cache | --cache-fraction F] [--prefetch N]
     .venv/bin/python benchmarks/bench_train.py --compare-optimizer --steps 30
 """
 
@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from robot_learn.data import EpisodeStore, WindowSampler
+from robot_learn.data.sampler import DEFAULT_MAX_CACHE_BYTES
 from robot_learn.policies import diffusion_image_config, diffusion_state_config
 from robot_learn.training import Trainer, TrainConfig, build_policy_for_view
 
@@ -55,12 +56,21 @@ def build_store(path: Path, episodes: int, length: int, cameras: tuple[str, ...]
     return store
 
 
+def cache_cap(store: EpisodeStore, keys: tuple[str, ...], fraction: float | None) -> int:
+    """``fraction`` of the bytes the sampler's arrays take in memory (the default cap when None)."""
+    if fraction is None:
+        return DEFAULT_MAX_CACHE_BYTES
+    frame = sum(int(np.prod(store.schema[k]["shape"])) * np.dtype(store.schema[k]["dtype"]).itemsize
+                for k in (*keys, "action"))
+    return int(fraction * frame * store.num_frames)
+
+
 def run(name: str, config, obs_keys: tuple[str, ...], store: EpisodeStore, args, out_dir: Path) -> dict:
     torch.manual_seed(0)
     policy = build_policy_for_view(config, store.view())
     sampler = WindowSampler(store, obs_keys=obs_keys, obs_horizon=config.obs_horizon,
                             action_horizon=config.action_horizon, batch_size=args.batch_size, seed=0,
-                            cache=not args.no_cache)
+                            cache=not args.no_cache, max_cache_bytes=cache_cap(store, obs_keys, args.cache_fraction))
     total = args.warmup + args.steps
     cfg = TrainConfig(steps=total, batch_size=args.batch_size, warmup_steps=10, log_every=1, ckpt_every=0,
                       out_dir=str(out_dir / name), device="cpu", num_threads=args.threads, progress_bar=False,
@@ -124,6 +134,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured steps first")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-cache", action="store_true", help="read every batch from zarr (out of core)")
+    parser.add_argument("--cache-fraction", type=float, default=None,
+                        help="cap the sampler's cache at this fraction of its arrays (out of core, block_pool)")
     parser.add_argument("--prefetch", type=int, default=0, help="train.prefetch: batches drawn ahead on a thread")
     parser.add_argument("--compare-optimizer", action="store_true",
                         help="whole-step time per AdamW implementation, interleaved")
@@ -147,7 +159,9 @@ def main() -> None:
     print("bench_train: Trainer throughput and data-pipeline share of the step")
     print(f"  torch {torch.__version__} | CPU, {args.threads} threads | {platform.processor() or platform.machine()}")
     print(f"  batch {args.batch_size} | {args.warmup} warmup + {args.steps} measured steps | fp32, AdamW, EMA, clip 1.0"
-          f" | sampler cache {'off (zarr reads)' if args.no_cache else 'on'} | prefetch {args.prefetch}")
+          f" | sampler cache {'off (zarr reads)' if args.no_cache else 'on'}"
+          f"{f' capped at {args.cache_fraction:g} of the arrays' if args.cache_fraction else ''}"
+          f" | prefetch {args.prefetch}")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -16,9 +16,11 @@ called directly, "Python" the region's time outside them (module calls, argument
 parsing, the interpreter), and the three operators with the most self time are named.
 The profiler slows small operators, so read its columns as shares, not as latency.
 
-    .venv/bin/python benchmarks/profile_chunk.py [--runs 30] [--threads 1] [--plain]
+    .venv/bin/python benchmarks/profile_chunk.py [--runs 30] [--threads 1] [--plain] [--presets P ...]
 
 ``--plain`` turns the diffusion U-Net's fast inference path off (config ``fast_inference``).
+``--presets`` picks presets; besides the defaults, ``diffusion_mip_state`` and
+``diffusion_mip_pixels`` (the MIP head: two denoiser passes, no scheduler step).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from bench_pixel_latency import PRESETS, build, observation
 
+MIP_PRESETS = ("diffusion_mip_state", "diffusion_mip_pixels")
 OTHER = "other (glue, noise, decoding bookkeeping)"
 
 
@@ -48,7 +51,8 @@ def regions(policy) -> dict[str, tuple[Any, str]]:
     if policy.name == "diffusion":
         found["observation encoder"] = (policy.obs_encoder, "forward")
         found["denoiser (all steps)"] = (policy.denoiser, "forward")
-        found["scheduler step"] = (policy.sampler, "step")
+        if policy.config.head != "mip":  # MIP's two passes have no scheduler
+            found["scheduler step"] = (policy.sampler, "step")
     else:
         found["observation tokens"] = (policy.observation_tokens, "forward")
         found["prefix encoding"] = (policy.backbone, "encode_prefix")
@@ -109,7 +113,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--plain", action="store_true", help="diffusion presets without the fast inference path")
-    parser.add_argument("--presets", nargs="*", default=list(PRESETS), choices=list(PRESETS))
+    parser.add_argument("--presets", nargs="*", default=list(PRESETS), choices=[*PRESETS, *MIP_PRESETS])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"profile_chunk: torch {torch.__version__}, {args.threads} threads, {args.runs} chunks, batch 1, "

@@ -1,0 +1,312 @@
+"""Our diffusion policy against LeRobot's DiffusionPolicy at the same size, in one process.
+
+Runs inside ``.venv-lerobot`` (built by ``make test``), so both use one torch:
+
+    .venv-lerobot/bin/python benchmarks/bench_vs_lerobot.py policy [--steps 20] [--runs 30] [--threads 2]
+    .venv-lerobot/bin/python benchmarks/bench_vs_lerobot.py levers [--steps 20] [--configs state image]
+    .venv-lerobot/bin/python benchmarks/bench_vs_lerobot.py loader [--store PATH] [--episodes 80]
+
+``policy``: two configurations, each built by both projects at the same size.
+
+- state: ``state`` (10) and ``env_state`` (14), two observation steps, a U-Net with down
+  dims 64/128/256, kernel 5, timestep embedding 128, horizon 16, DDIM-10;
+- image: ``state`` (10) and one 96 px camera cropped to 84, one observation step, the same
+  U-Net, and a ResNet-18-wide encoder (64/128/256/512, two blocks per stage, GroupNorm,
+  downsampling by 4 before the first stage, 32 spatial-softmax keypoints) in both.
+
+It prints the parameters of each, the training step at batch 64 (ours: the real
+``Trainer`` step with its sampler, fused AdamW, grad clipping, the LR schedule and EMA;
+LeRobot's: its policy's ``forward`` on a ready batch, backward, grad clipping and its
+optimizer preset, Adam) and the chunk latency at batch 1 (ours: ``predict_action_chunk``
+from raw observations, DDIM-10 and the MIP head's two passes; LeRobot's:
+``generate_actions`` on a ready batch, DDIM-10). The arms alternate rep by rep; ratios
+are medians of the per-rep ratios with 95% bootstrap intervals.
+
+``levers``: our training step plain, with ``torch.compile`` of the policy's forward, and
+(image) with the weights in channels-last memory format, interleaved.
+
+``loader``: windows/s on the same episodes (one camera, windows of 2 frames + 16
+actions, batch 64, one process): our ``WindowSampler`` cached, out of core with its
+cache capped at a quarter of the arrays (``block_pool``), and with ``cache=False``;
+LeRobot's ``LeRobotDataset`` + ``DataLoader`` on a PNG export of the same episodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+try:
+    from lerobot.configs.types import FeatureType, PolicyFeature
+    from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig as LeRobotConfig
+    from lerobot.policies.diffusion.modeling_diffusion import DiffusionPolicy as LeRobotPolicy
+except ImportError as err:  # pragma: no cover - a user running it in the wrong venv
+    sys.exit(f"bench_vs_lerobot.py: error: lerobot's policy code does not import ({err}); run it with "
+             ".venv-lerobot/bin/python (built by `make .venv-lerobot/.installed`)")
+
+from bench_train import build_store  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from robot_learn.data import WindowSampler  # noqa: E402
+from robot_learn.policies import diffusion_image_config, diffusion_state_config, make_policy  # noqa: E402
+from robot_learn.training import Trainer, TrainConfig, build_policy_for_view  # noqa: E402
+
+UNET = dict(down_dims=[64, 128, 256], kernel_size=5, timestep_embed_dim=128, action_horizon=16,
+            num_train_timesteps=100, inference_scheduler="ddim", num_inference_steps=10)
+RESNET18 = dict(vision_channels=[64, 128, 256, 512], vision_blocks_per_stage=2, vision_stem_stride=4,
+                num_keypoints=32, vision_feature_dim=64, crop_size=84, image_size=96)
+
+
+def ours(name: str):
+    if name == "state":
+        return diffusion_state_config(obs_horizon=2, **UNET), ("state", "env_state")
+    config = diffusion_image_config(camera_names=["front"], text_encoder="none", obs_horizon=1, **UNET, **RESNET18)
+    return config, ("state", "images/front")
+
+
+def theirs(name: str) -> LeRobotConfig:
+    inputs = {"observation.state": PolicyFeature(FeatureType.STATE, (10,))}
+    if name == "state":
+        inputs["observation.environment_state"] = PolicyFeature(FeatureType.ENV, (14,))
+        extra = dict(n_obs_steps=2)
+    else:
+        inputs["observation.images.front"] = PolicyFeature(FeatureType.VISUAL, (3, 96, 96))
+        extra = dict(n_obs_steps=1, vision_backbone="resnet18", use_group_norm=True, crop_shape=(84, 84),
+                     pretrained_backbone_weights=None, spatial_softmax_num_keypoints=32)
+    return LeRobotConfig(input_features=inputs, output_features={"action": PolicyFeature(FeatureType.ACTION, (5,))},
+                         down_dims=(64, 128, 256), kernel_size=5, diffusion_step_embed_dim=128, horizon=16,
+                         n_action_steps=8, noise_scheduler_type="DDIM", num_train_timesteps=100,
+                         num_inference_steps=10, device="cpu", **extra)
+
+
+def their_batch(config: LeRobotConfig, batch: int, train: bool) -> dict[str, torch.Tensor]:
+    steps = config.n_obs_steps
+    out = {"observation.state": torch.randn(batch, steps, 10)}
+    if config.env_state_feature:
+        out["observation.environment_state"] = torch.randn(batch, steps, 14)
+    if config.image_features:
+        images = torch.rand(batch, steps, 1, 3, 96, 96)
+        if train:
+            out["observation.images.front"] = images[:, :, 0]
+        else:
+            out["observation.images"] = images
+    if train:
+        out["action"] = torch.randn(batch, config.horizon, 5)
+        out["action_is_pad"] = torch.zeros(batch, config.horizon, dtype=torch.bool)
+    return out
+
+
+def our_observation(config) -> dict:
+    obs = {key: torch.randn(1, config.obs_horizon, dim) for key, dim in config.state_dims.items()}
+    if config.camera_names:
+        obs["images"] = {cam: torch.randint(0, 256, (1, config.obs_horizon, 96, 96, 3), dtype=torch.uint8)
+                         for cam in config.camera_names}
+    return obs
+
+
+def paired(times: dict[str, list[float]], runs: int, warmup: int, arms: dict[str, Callable[[], None]]) -> None:
+    names = list(arms)
+    for i in range(warmup + runs):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            t0 = time.perf_counter()
+            arms[name]()
+            if i >= warmup:
+                times[name].append(time.perf_counter() - t0)
+
+
+def ratio_text(a: list[float], b: list[float], seed: int = 0) -> str:
+    """Median of the per-rep ratios a/b with its 95% bootstrap interval."""
+    ratios = np.asarray(a) / np.asarray(b)
+    rng = np.random.default_rng(seed)
+    boot = [np.median(rng.choice(ratios, len(ratios))) for _ in range(2000)]
+    low, high = np.percentile(boot, [2.5, 97.5])
+    return f"{np.median(ratios):.3f} [{low:.3f}, {high:.3f}]"
+
+
+def bench_policy(name: str, args, tmp: Path) -> None:
+    config, _ = ours(name)
+    trainer = our_trainer(name, args, tmp, "ours")
+    mine = trainer.policy
+    lr_config = theirs(name)
+    other = LeRobotPolicy(lr_config)
+    other.train()
+    preset = lr_config.get_optimizer_preset()
+    optimizer = preset.build(other.get_optim_params())
+    train_batch = their_batch(lr_config, 64, train=True)
+
+    def their_step() -> None:
+        loss, _ = other.forward(train_batch)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(other.parameters(), lr_config.optimizer_grad_clip_norm
+                                       if hasattr(lr_config, "optimizer_grad_clip_norm") else 10.0)
+        optimizer.step()
+        optimizer.zero_grad()
+
+    count = lambda m: sum(p.numel() for p in m.parameters()) / 1e6  # noqa: E731
+    print(f"\n[{name}] parameters: ours {count(mine):.2f} M, LeRobot {count(other):.2f} M")
+    train_times: dict[str, list[float]] = {"ours": [], "lerobot": []}
+    paired(train_times, args.steps, 3, {"ours": lambda: trainer._train_step(), "lerobot": their_step})
+
+    eval_ours = make_policy("diffusion", config, None).eval()
+    eval_ours.load_state_dict(mine.state_dict())
+    mip = make_policy("diffusion", config.with_changes(head="mip"), None).eval()
+    mip.load_state_dict(mine.state_dict())
+    other.eval()
+    obs, their_obs = our_observation(config), their_batch(lr_config, 1, train=False)
+    generator = torch.Generator().manual_seed(0)
+    chunk_times: dict[str, list[float]] = {"ours DDIM-10": [], "ours MIP-2": [], "lerobot DDIM-10": []}
+    with torch.no_grad():
+        paired(chunk_times, args.runs, 5, {
+            "ours DDIM-10": lambda: eval_ours.predict_action_chunk(obs, generator=generator),
+            "ours MIP-2": lambda: mip.predict_action_chunk(obs, generator=generator),
+            "lerobot DDIM-10": lambda: other.diffusion.generate_actions(their_obs)})
+
+    ms = lambda t: 1000 * statistics.median(t)  # noqa: E731
+    print(f"  training step, batch 64 ({args.steps} steps each, interleaved)")
+    print(f"    ours {ms(train_times['ours']):.1f} ms, LeRobot {ms(train_times['lerobot']):.1f} ms; "
+          f"LeRobot / ours (throughput ratio) {ratio_text(train_times['lerobot'], train_times['ours'])}")
+    print(f"  chunk latency, batch 1 ({args.runs} chunks each, interleaved)")
+    base = chunk_times["lerobot DDIM-10"]
+    for arm, times in chunk_times.items():
+        print(f"    {arm:<16} p50 {ms(times):7.1f} ms   / LeRobot DDIM-10 {ratio_text(times, base)}")
+
+
+def our_trainer(name: str, args, tmp: Path, label: str) -> Trainer:
+    config, obs_keys = ours(name)
+    store = build_store(tmp / f"{name}_{label}.zarr", 40, 100, ("front",) if name == "image" else ())
+    torch.manual_seed(0)
+    policy = build_policy_for_view(config, store.view())
+    sampler = WindowSampler(store, obs_keys=obs_keys, obs_horizon=config.obs_horizon,
+                            action_horizon=config.action_horizon, batch_size=64, seed=0)
+    return Trainer(policy, sampler, TrainConfig(steps=10**6, batch_size=64, warmup_steps=10, progress_bar=False,
+                                                out_dir=str(tmp / f"{name}_{label}"), device="cpu",
+                                                num_threads=args.threads))
+
+
+def bench_levers(name: str, args, tmp: Path) -> None:
+    """Our training step with each CPU lever against the plain step, interleaved."""
+    trainers = {"plain": our_trainer(name, args, tmp, "plain"), "torch.compile": our_trainer(name, args, tmp, "compiled")}
+    trainers["torch.compile"].model = torch.compile(trainers["torch.compile"].model)
+    if name == "image":
+        trainers["channels-last"] = our_trainer(name, args, tmp, "channels_last")
+        trainers["channels-last"].policy.to(memory_format=torch.channels_last)
+    for label, trainer in trainers.items():
+        t0 = time.perf_counter()
+        trainer._train_step()  # compiles
+        print(f"[{name}] {label}: first step {time.perf_counter() - t0:.1f} s")
+    times: dict[str, list[float]] = {label: [] for label in trainers}
+    paired(times, args.steps, 3, {label: t._train_step for label, t in trainers.items()})
+    for label, values in times.items():
+        print(f"  {label:<16} step p50 {1000 * statistics.median(values):7.1f} ms   / plain "
+              f"{ratio_text(values, times['plain'])}")
+
+
+def bench_loader(args, tmp: Path) -> None:
+    import datasets
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from robot_learn.data import EpisodeStore
+    from robot_learn.interop.lerobot_export import export_lerobot
+
+    source = EpisodeStore.open(args.store, mode="r")
+    if f"images/{args.camera}" not in source.keys:
+        sys.exit(f"bench_vs_lerobot.py: error: store {args.store} has no camera {args.camera!r}")
+    n = min(args.episodes, source.num_episodes)
+    path = tmp / "episodes.zarr"
+    store = EpisodeStore.create(path)
+    for index in range(n):
+        episode = source.episode(index)
+        steps = {k: episode["steps"][k] for k in ("state", "action", f"images/{args.camera}")}
+        store.append_episode(steps, episode["meta"])
+    store.close()
+    store = EpisodeStore.open(path, mode="r")
+    datasets.disable_progress_bars()
+    logging.getLogger().setLevel(logging.ERROR)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        export_lerobot(path, tmp / "lerobot", repo_id="bench/episodes", use_videos=False)
+    print(f"\n[loader] {n} episodes, {store.num_frames} frames, camera {args.camera} "
+          f"(PNG export for LeRobot took {time.perf_counter() - t0:.0f} s)")
+    keys = dict(obs_keys=("state", f"images/{args.camera}"), obs_horizon=2, action_horizon=16, batch_size=64)
+    frame = 4 * (store.schema["state"]["shape"][0] + store.schema["action"]["shape"][0]) + int(
+        np.prod(store.schema[f"images/{args.camera}"]["shape"]))
+    capped = frame * store.num_frames // 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        samplers = {"ours, cached": WindowSampler(store, seed=0, **keys),
+                    "ours, out of core (cache = 1/4 of the arrays)": WindowSampler(
+                        store, seed=0, max_cache_bytes=capped, **keys),
+                    "ours, cache=False": WindowSampler(store, seed=0, cache=False, **keys)}
+    pool = samplers["ours, out of core (cache = 1/4 of the arrays)"].pool
+    fps = store.fps if hasattr(store, "fps") else 10
+    ds = LeRobotDataset("bench/episodes", root=tmp / "lerobot", delta_timestamps={
+        f"observation.images.{args.camera}": [-1 / fps, 0.0], "observation.state": [-1 / fps, 0.0],
+        "action": [t / fps for t in range(-1, 15)]})
+    loader = iter(torch.utils.data.DataLoader(ds, batch_size=64, shuffle=True, num_workers=0))
+    arms = {name: s.sample for name, s in samplers.items()}
+    arms["LeRobotDataset + DataLoader (PNG)"] = lambda: next(loader)
+    rates: dict[str, list[float]] = {name: [] for name in arms}
+    for name, draw in arms.items():
+        draw()  # first batch untimed (opens files, fills caches)
+    for _ in range(args.repeats):
+        for name, draw in arms.items():
+            count, t0 = 0, time.perf_counter()
+            while (elapsed := time.perf_counter() - t0) < args.seconds:
+                draw()
+                count += 1
+            rates[name].append(64 * count / elapsed)
+    base = statistics.median(rates["LeRobotDataset + DataLoader (PNG)"])
+    print(f"  pool: {pool.num_slots} of {len(pool.blocks)} blocks held ({capped / 2**20:.1f} MiB cap), "
+          f"{pool.loads} block loads")
+    print(f"  {'loader':<48}{'windows/s':>12}{'vs LeRobot':>12}")
+    for name, values in rates.items():
+        rate = statistics.median(values)
+        print(f"  {name:<48}{rate:12.0f}{rate / base:11.1f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("part", choices=("policy", "levers", "loader", "all"))
+    parser.add_argument("--steps", type=int, default=20, help="training steps per arm")
+    parser.add_argument("--runs", type=int, default=30, help="chunks per arm")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--configs", nargs="+", default=["state", "image"], choices=("state", "image"))
+    parser.add_argument("--store", default="data/bin_place_demos_front_wrist_96.zarr")
+    parser.add_argument("--camera", default="front")
+    parser.add_argument("--episodes", type=int, default=80)
+    parser.add_argument("--seconds", type=float, default=3.0, help="per loader per repeat")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)
+    torch.set_num_threads(args.threads)
+    load = os.getloadavg()[0]
+    print(f"torch {torch.__version__}, {platform.machine()}, {os.cpu_count()} cores (load {load:.1f}), "
+          f"threads {torch.get_num_threads()}")
+    if args.part in ("loader", "all") and not Path(args.store).exists():
+        sys.exit(f"bench_vs_lerobot.py: error: store {args.store} does not exist; collect it with "
+                 "`robot-learn collect task=bin_place episodes=100 cameras=[front,wrist] out=...` "
+                 "or pass --store")
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.part in ("policy", "all"):
+            for name in args.configs:
+                bench_policy(name, args, Path(tmp))
+        if args.part == "levers":
+            for name in args.configs:
+                bench_levers(name, args, Path(tmp))
+        if args.part in ("loader", "all"):
+            bench_loader(args, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
