@@ -122,6 +122,12 @@ $(LEROBOT_STAMP): pyproject.toml
 test-lerobot: $(LEROBOT_STAMP)
 	OMP_NUM_THREADS=1 $(LEROBOT_BIN)/python -m pytest -q -ra tests_lerobot
 
+# Our diffusion policy against LeRobot's at the same size, in one process and one torch
+# (benchmarks/bench_vs_lerobot.py; its `loader` part also needs a demo store).
+.PHONY: bench-lerobot
+bench-lerobot: $(LEROBOT_STAMP)
+	$(LEROBOT_BIN)/python benchmarks/bench_vs_lerobot.py policy
+
 # ---------------------------------------------------------------------------
 # External benchmarks (envs/external/, tests_external/): gym-pusht, Meta-World v3,
 # gym-aloha, in their own venv. metaworld 3.1.1 pins mujoco==3.3.0 (metaworld
