@@ -7,6 +7,7 @@ starts, instead of a Python conversion error (which names no key) halfway throug
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,8 @@ def setting(cfg: DictConfig, key: str, kind: type, *, minimum: float | None = No
     if not ok:
         allowed = _KIND_NAMES.get(kind, kind.__name__) + (" or null" if optional else "")
         raise CLIError(f"{key} must be {allowed}, got {value!r}")
+    if kind is float and not math.isfinite(value):
+        raise CLIError(f"{key} must be a finite number, got {value}")
     if minimum is not None and value < minimum:
         raise CLIError(f"{key} must be >= {minimum:g}, got {value}")
     if choices is not None and value not in choices:

@@ -16,6 +16,7 @@ stopped.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Mapping
 
 import numpy as np
@@ -62,6 +63,11 @@ class BlockPool:
         self.queue: list[int] = []          # the rest of the current cycle over blocks
         self.served = 0                     # windows drawn since the last swap
         self.loads = 0                      # blocks read so far (for benchmarks)
+        self.per_swap = max(1, int(self.windows_per_frame * width))
+        # Identifies the block layout and swap rate; a saved place only fits the same plan.
+        self.plan = (f"{num_slots} slots x {width} frames, {len(blocks)} blocks "
+                     f"{hashlib.sha1(np.asarray(blocks, dtype=np.int64).tobytes()).hexdigest()[:12]}, "
+                     f"{self.windows_per_frame:g} windows per frame")
         self.base = np.zeros(len(starts), dtype=np.int64)  # buffer row of each episode's frame 0
         for slot in range(num_slots):
             self._load(slot, self._next_block(rng))
@@ -78,10 +84,9 @@ class BlockPool:
         if len(self.blocks) <= self.num_slots:
             return  # everything is resident
         self.served += n
-        per_swap = max(1, int(self.windows_per_frame * self.width))
         swapped = False
-        while self.served >= per_swap:
-            self.served -= per_swap
+        while self.served >= self.per_swap:
+            self.served -= self.per_swap
             slot = self.fifo.pop(0)
             self._load(slot, self._next_block(rng))
             self.fifo.append(slot)
@@ -90,20 +95,29 @@ class BlockPool:
             self._index()
 
     def state_dict(self) -> dict[str, Any]:
-        return {"slots": list(self.slot_block), "fifo": list(self.fifo),
+        return {"plan": self.plan, "slots": list(self.slot_block), "fifo": list(self.fifo),
                 "queue": list(self.queue), "served": self.served}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a place saved by a pool of the same plan (``plan`` must match; the
+        caller decides what a different plan means)."""
         try:
             slots = [int(b) for b in state["slots"]]
             fifo, queue = [int(s) for s in state["fifo"]], [int(b) for b in state["queue"]]
             served = int(state["served"])
         except (KeyError, TypeError, ValueError) as exc:
             raise StoreError(f"invalid sampler pool state: {exc!r}") from exc
-        if (len(slots) != self.num_slots or sorted(fifo) != list(range(self.num_slots))
-                or any(not 0 <= b < len(self.blocks) for b in [*slots, *queue])):
-            raise StoreError(f"sampler pool state does not fit this store: {self.num_slots} slots "
-                             f"of {len(self.blocks)} blocks, state has {len(slots)} slots")
+        blocks = range(len(self.blocks))
+        problems = [
+            (len(slots) != self.num_slots or len(set(slots)) != len(slots)
+             or any(b not in blocks for b in slots), "slots", slots),
+            (sorted(fifo) != list(range(self.num_slots)), "fifo", fifo),
+            (len(set(queue)) != len(queue) or any(b not in blocks for b in queue), "queue", queue),
+            (not 0 <= served < self.per_swap, "served", served),
+        ]
+        for bad, field, value in problems:
+            if bad:
+                raise StoreError(f"invalid sampler pool state: {field}={value} does not fit {self.plan}")
         for slot, block in enumerate(slots):
             if self.slot_block[slot] != block:
                 self._load(slot, block)

@@ -10,6 +10,7 @@ Every step of every selected episode is an anchor, drawn uniformly.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -55,9 +56,9 @@ class WindowSampler:
                             ("batch_size", batch_size)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise StoreError(f"{name} must be a positive int, got {value!r}")
-        if isinstance(windows_per_frame, bool) or not isinstance(windows_per_frame, (int, float)) \
-                or not windows_per_frame > 0:
-            raise StoreError(f"windows_per_frame must be > 0, got {windows_per_frame!r}")
+        if isinstance(windows_per_frame, bool) or not isinstance(windows_per_frame, numbers.Real) \
+                or not 0 < windows_per_frame < float("inf"):
+            raise StoreError(f"windows_per_frame must be a finite number > 0, got {windows_per_frame!r}")
         obs_keys = (obs_keys,) if isinstance(obs_keys, str) else tuple(obs_keys)
         derived = dict(derived or {})
         for key, values in derived.items():
@@ -86,9 +87,11 @@ class WindowSampler:
         self._episodes = episodes
         self._instructions = store.meta["instruction"][episodes]
         keys = tuple(dict.fromkeys((*obs_keys, action_key)))
-        stored = [k for k in keys if k not in derived]
-        need = sum(int(self._lengths.sum()) * int(np.prod(store.schema[k]["shape"], dtype=np.int64))
-                   * np.dtype(store.schema[k]["dtype"]).itemsize for k in stored)
+        # Bytes of the selected frames of every array, derived ones too (both paths copy them).
+        frames = int(self._lengths.sum())
+        need = sum(frames * (int(np.prod(derived[k].shape[1:], dtype=np.int64)) * derived[k].dtype.itemsize
+                             if k in derived else int(np.prod(store.schema[k]["shape"], dtype=np.int64))
+                             * np.dtype(store.schema[k]["dtype"]).itemsize) for k in keys)
         self.cached = bool(cache) and need <= max_cache_bytes
         self.pool: BlockPool | None = None
         if cache and not self.cached:
@@ -205,6 +208,16 @@ class WindowSampler:
             warnings.warn(f"sampler state was saved with {state['num_windows']} windows, this "
                           f"sampler has {len(self)}; batches will differ from the original run",
                           stacklevel=2)
-        if self.pool is not None and "pool" in state:
-            self.pool.load_state_dict(state["pool"])
+        if self.pool is not None:
+            saved = state.get("pool")
+            plan = saved.get("plan") if isinstance(saved, dict) else None
+            if plan == self.pool.plan:
+                self.pool.load_state_dict(saved)
+            else:
+                warnings.warn(f"sampler state was saved {'by a pool of ' + str(plan) if plan else 'without a pool'}"
+                              f", this sampler's pool is {self.pool.plan}; it keeps its own blocks and "
+                              "batches will differ from the original run", stacklevel=2)
+        elif "pool" in state:
+            warnings.warn("sampler state was saved by an out-of-core pool, this sampler holds its arrays "
+                          "in memory; batches will differ from the original run", stacklevel=2)
         self._rng = rng

@@ -106,6 +106,7 @@ def test_hitl_with_a_policy_needing_a_key_the_robot_lacks_names_it_and_creates_n
     ("policy.obs_horizon=two", "bad policy config: obs_horizon must be an integer, got 'two'"),
     ("policy.down_dims=[100000,200000]", "most of it comes from down_dims=[100000, 200000]"),
     ("data.cache_gb=-1", "data.cache_gb must be >= 0, got -1.0"),
+    ("data.cache_gb=inf", "data.cache_gb must be a finite number, got inf"),
     ("data.windows_per_frame=0", "data.windows_per_frame must be >= 0.01, got 0.0"),
 ])
 def test_train_checks_every_setting_before_any_work(user_error, tmp_path, override, message):

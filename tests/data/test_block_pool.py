@@ -96,16 +96,45 @@ def test_prefetching_a_pooled_sampler_gives_its_batches_and_rewinds_its_place(bi
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda s: s["pool"].update(slots=s["pool"]["slots"][:1]), "does not fit this store"),
-    (lambda s: s["pool"].update(queue=[10_000]), "does not fit this store"),
+    (lambda s: s["pool"].update(slots=s["pool"]["slots"][:1]), "slots="),
+    (lambda s: s["pool"].update(slots=[s["pool"]["slots"][0]] * len(s["pool"]["slots"])), "slots="),
+    (lambda s: s["pool"].update(queue=[10_000]), r"queue=\[10000\] does not fit"),
+    (lambda s: s["pool"].update(served=10**6), "served=1000000 does not fit"),
     (lambda s: s["pool"].pop("fifo"), "invalid sampler pool state"),
 ])
-def test_a_pool_state_from_another_store_is_refused_by_name(big_store, change, message):
+def test_a_damaged_pool_state_is_refused_naming_the_field(big_store, change, message):
     sampler = _pooled(big_store)
     state = json.loads(json.dumps(sampler.state_dict()))
     change(state)
     with pytest.raises(StoreError, match=message):
         _pooled(big_store).load_state_dict(state)
+
+
+def test_a_state_from_another_plan_or_a_cached_sampler_is_not_applied_and_says_so(big_store):
+    """Resuming with another cache cap (other blocks) keeps the new pool's own blocks, with a
+    warning; a cached sampler's state has no pool place at all."""
+    state = json.loads(json.dumps(_pooled(big_store).state_dict()))
+    with pytest.warns(UserWarning, match="blocks of episodes"):
+        other = WindowSampler(big_store, batch_size=8, max_cache_bytes=BUDGET + 3000, **KEYS)
+    assert other.pool.plan != state["pool"]["plan"]
+    before = list(other.pool.slot_block)
+    with pytest.warns(UserWarning, match="keeps its own blocks"):
+        other.load_state_dict(state)
+    assert other.pool.slot_block == before
+    cached_state = WindowSampler(big_store, **KEYS).state_dict()
+    with pytest.warns(UserWarning, match="saved without a pool"):
+        _pooled(big_store).load_state_dict(cached_state)
+    with pytest.warns(UserWarning, match="holds its arrays in memory"):
+        WindowSampler(big_store, **KEYS).load_state_dict(state)
+
+
+def test_derived_arrays_count_against_the_budget(big_store):
+    features = np.zeros((big_store.num_frames, 512), dtype=np.float32)
+    with pytest.warns(UserWarning):
+        sampler = WindowSampler(big_store, batch_size=8, max_cache_bytes=BUDGET, derived={"feat": features},
+                                obs_keys=("state", "feat"), obs_horizon=2, action_horizon=6)
+    held = 0 if sampler.pool is None else sum(buf.nbytes for buf in sampler.pool.buffers.values())
+    assert not sampler.cached and held <= BUDGET
 
 
 def test_a_budget_below_two_blocks_reads_from_zarr_with_a_warning(big_store):
@@ -115,6 +144,7 @@ def test_a_budget_below_two_blocks_reads_from_zarr_with_a_warning(big_store):
     assert sampler.sample()["action"].shape == (64, 6, 5)
 
 
-def test_windows_per_frame_must_be_positive(big_store):
-    with pytest.raises(StoreError, match="windows_per_frame must be > 0"):
-        WindowSampler(big_store, max_cache_bytes=BUDGET, windows_per_frame=0, **KEYS)
+@pytest.mark.parametrize("value", [0, -1.0, float("inf"), float("nan"), "2"])
+def test_windows_per_frame_must_be_a_finite_positive_number(big_store, value):
+    with pytest.raises(StoreError, match="windows_per_frame must be a finite number > 0"):
+        WindowSampler(big_store, max_cache_bytes=BUDGET, windows_per_frame=value, **KEYS)
