@@ -91,6 +91,14 @@ def run(name: str, config, obs_keys: tuple[str, ...], store: EpisodeStore, args,
     }
 
 
+def paired_ratio_text(a: list[float], b: list[float], rng: np.random.Generator) -> str:
+    """Median of the per-rep ratios a/b with its 95% bootstrap interval, as "0.990 [0.950, 1.030]"."""
+    ratios = np.asarray(a) / np.asarray(b)
+    boot = [np.median(rng.choice(ratios, len(ratios))) for _ in range(2000)]
+    low, high = np.percentile(boot, [2.5, 97.5])
+    return f"{np.median(ratios):.3f} [{low:.3f}, {high:.3f}]"
+
+
 def compare_optimizers(name: str, config, obs_keys: tuple[str, ...], store: EpisodeStore, args,
                        out_dir: Path) -> None:
     """Median whole-step time per AdamW implementation, interleaved (see the module docstring)."""
@@ -118,13 +126,9 @@ def compare_optimizers(name: str, config, obs_keys: tuple[str, ...], store: Epis
     rng = np.random.default_rng(0)
     for impl in OPTIMIZER_IMPLS:
         p50 = statistics.median(times[impl])
-        # Paired: each rotation's step against for_loop's step in the same rotation; the
-        # median of those ratios with its 95% bootstrap interval.
-        ratios = np.asarray(times[impl]) / np.asarray(times["for_loop"])
-        boot = [np.median(rng.choice(ratios, len(ratios))) for _ in range(2000)]
-        low, high = np.percentile(boot, [2.5, 97.5])
-        print(f"| {name} | {impl} | {1000 * p50:.1f} | {p50 / base:.3f} | {np.median(ratios):.3f} "
-              f"[{low:.3f}, {high:.3f}] |")
+        # Paired: each rotation's step against for_loop's step in the same rotation.
+        print(f"| {name} | {impl} | {1000 * p50:.1f} | {p50 / base:.3f} | "
+              f"{paired_ratio_text(times[impl], times['for_loop'], rng)} |")
 
 
 def main() -> None:

@@ -56,7 +56,8 @@ except ImportError as err:  # pragma: no cover - a user running it in the wrong 
     sys.exit(f"bench_vs_lerobot.py: error: lerobot's policy code does not import ({err}); run it with "
              ".venv-lerobot/bin/python (built by `make .venv-lerobot/.installed`)")
 
-from bench_train import build_store  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from bench_inference import observation  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from bench_train import build_store, paired_ratio_text  # noqa: E402
 from robot_learn.data import WindowSampler  # noqa: E402
 from robot_learn.policies import diffusion_image_config, diffusion_state_config, make_policy  # noqa: E402
 from robot_learn.training import Trainer, TrainConfig, build_policy_for_view  # noqa: E402
@@ -106,14 +107,6 @@ def their_batch(config: LeRobotConfig, batch: int, train: bool) -> dict[str, tor
     return out
 
 
-def our_observation(config) -> dict:
-    obs = {key: torch.randn(1, config.obs_horizon, dim) for key, dim in config.state_dims.items()}
-    if config.camera_names:
-        obs["images"] = {cam: torch.randint(0, 256, (1, config.obs_horizon, 96, 96, 3), dtype=torch.uint8)
-                         for cam in config.camera_names}
-    return obs
-
-
 def paired(times: dict[str, list[float]], runs: int, warmup: int, arms: dict[str, Callable[[], None]]) -> None:
     names = list(arms)
     for i in range(warmup + runs):
@@ -124,13 +117,8 @@ def paired(times: dict[str, list[float]], runs: int, warmup: int, arms: dict[str
                 times[name].append(time.perf_counter() - t0)
 
 
-def ratio_text(a: list[float], b: list[float], seed: int = 0) -> str:
-    """Median of the per-rep ratios a/b with its 95% bootstrap interval."""
-    ratios = np.asarray(a) / np.asarray(b)
-    rng = np.random.default_rng(seed)
-    boot = [np.median(rng.choice(ratios, len(ratios))) for _ in range(2000)]
-    low, high = np.percentile(boot, [2.5, 97.5])
-    return f"{np.median(ratios):.3f} [{low:.3f}, {high:.3f}]"
+def ratio_text(a: list[float], b: list[float]) -> str:
+    return paired_ratio_text(a, b, np.random.default_rng(0))
 
 
 def bench_policy(name: str, args, tmp: Path) -> None:
@@ -147,8 +135,7 @@ def bench_policy(name: str, args, tmp: Path) -> None:
     def their_step() -> None:
         loss, _ = other.forward(train_batch)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(other.parameters(), lr_config.optimizer_grad_clip_norm
-                                       if hasattr(lr_config, "optimizer_grad_clip_norm") else 10.0)
+        torch.nn.utils.clip_grad_norm_(other.parameters(), preset.grad_clip_norm)
         optimizer.step()
         optimizer.zero_grad()
 
@@ -162,7 +149,7 @@ def bench_policy(name: str, args, tmp: Path) -> None:
     mip = make_policy("diffusion", config.with_changes(head="mip"), None).eval()
     mip.load_state_dict(mine.state_dict())
     other.eval()
-    obs, their_obs = our_observation(config), their_batch(lr_config, 1, train=False)
+    obs, their_obs = observation(config), their_batch(lr_config, 1, train=False)
     generator = torch.Generator().manual_seed(0)
     chunk_times: dict[str, list[float]] = {"ours DDIM-10": [], "ours MIP-2": [], "lerobot DDIM-10": []}
     with torch.no_grad():

@@ -27,6 +27,13 @@ from robot_learn.data.views import read_ranges
 TARGET_SLOTS = 8
 
 
+def anchor_table(lengths: np.ndarray, first: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Every (episode position, step) anchor of episodes of ``lengths``, positions from ``first``."""
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return (np.repeat(np.arange(first, first + len(lengths)), lengths),
+            np.arange(int(np.sum(lengths))) - np.repeat(offsets, lengths))
+
+
 def plan_blocks(lengths: np.ndarray, budget_frames: int) -> tuple[list[tuple[int, int]], int, int]:
     """Episode-position ranges of the blocks, the slot width in frames and the slot count.
 
@@ -147,10 +154,9 @@ class BlockPool:
         pos_parts, t_parts = [], []
         for slot, block in enumerate(self.slot_block):
             first, last = self.blocks[block]
-            lengths = self.lengths[first:last]
-            offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-            self.base[first:last] = slot * self.width + offsets
-            pos_parts.append(np.repeat(np.arange(first, last), lengths))
-            t_parts.append(np.arange(int(lengths.sum())) - np.repeat(offsets, lengths))
+            pos, t = anchor_table(self.lengths[first:last], first)
+            self.base[first:last] = slot * self.width + np.flatnonzero(t == 0)
+            pos_parts.append(pos)
+            t_parts.append(t)
         self._anchor_pos = np.concatenate(pos_parts)
         self._anchor_t = np.concatenate(t_parts)

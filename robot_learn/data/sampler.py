@@ -16,7 +16,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from robot_learn.data.block_pool import BlockPool, plan_blocks
+from robot_learn.data.block_pool import BlockPool, anchor_table, plan_blocks
 from robot_learn.data.errors import StoreError
 from robot_learn.data.store import EpisodeStore
 from robot_learn.data.views import EpisodeView, read_ranges
@@ -95,8 +95,7 @@ class WindowSampler:
         self.cached = bool(cache) and need <= max_cache_bytes
         self.pool: BlockPool | None = None
         if cache and not self.cached:
-            total = max(1, int(self._lengths.sum()))
-            blocks, width, slots = plan_blocks(self._lengths, int(max_cache_bytes * total // max(need, 1)))
+            blocks, width, slots = plan_blocks(self._lengths, int(max_cache_bytes * frames // max(need, 1)))
             if slots >= 2:
                 self.pool = BlockPool({k: derived[k] if k in derived else store.array(k) for k in keys},
                                       starts, ends, blocks, width, slots, self._rng, windows_per_frame)
@@ -116,10 +115,7 @@ class WindowSampler:
             self._frame_starts = starts.astype(np.int64)
             self._arrays = {k: derived[k] if k in derived else store.array(k) for k in keys}
         # Anchor table: position in `episodes` and step t for every step.
-        total = int(self._lengths.sum())
-        self._anchor_pos = np.repeat(np.arange(len(episodes)), self._lengths)
-        self._anchor_t = np.arange(total) - np.repeat(
-            np.concatenate([[0], np.cumsum(self._lengths)[:-1]]), self._lengths)
+        self._anchor_pos, self._anchor_t = anchor_table(self._lengths)
         self._obs_offsets = np.arange(self.obs_horizon) - self.obs_horizon + 1
         self._act_offsets = np.arange(self.action_horizon) - self.obs_horizon + 1
 
