@@ -50,7 +50,10 @@ def make_vector_env(task: str, num_envs: int, cameras: Sequence[str], image_size
     under ``conditions`` (an :class:`~robot_learn.envs.conditions.EnvConditions`; None: the defaults).
 
     Workers are started with ``spawn`` by default: forking a process that already
-    holds torch threads or a GL context is fragile.
+    holds torch threads or a GL context is fragile. They send observations through
+    pipes, not shared memory: gymnasium reads a ``Text`` space (the instruction) from
+    shared memory once, when the vector env is built, so every step would carry 200
+    'a's instead of the env's words.
     """
     from robot_learn.envs.conditions import DEFAULT_CONDITIONS
 
@@ -62,7 +65,7 @@ def make_vector_env(task: str, num_envs: int, cameras: Sequence[str], image_size
     mode = gym.vector.AutoresetMode.DISABLED
     if vectorization == "sync" or (vectorization == "auto" and num_envs == 1):
         return gym.vector.SyncVectorEnv(fns, autoreset_mode=mode)
-    return gym.vector.AsyncVectorEnv(fns, autoreset_mode=mode, context=context)
+    return gym.vector.AsyncVectorEnv(fns, autoreset_mode=mode, context=context, shared_memory=False)
 
 
 def observation_shapes(space: gym.spaces.Dict) -> dict[str, tuple[int, ...]]:

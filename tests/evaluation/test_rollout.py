@@ -102,3 +102,20 @@ def test_policy_with_wrong_action_dim_is_rejected_before_rolling_out():
 def test_bad_arguments_are_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
         evaluate(tiny_state_policy(), "stack", **{"episodes": 1, "workers": 1, **kwargs})
+
+
+def test_async_vector_env_passes_each_env_its_own_instruction():
+    """gymnasium's shared memory reads a Text space once, when the vector env is built, so
+    async envs with shared memory hand the policy 200 'a's instead of the words; the
+    instructions must equal the sync env's at every reset."""
+    from robot_learn.evaluation.rollout import make_vector_env
+
+    seen = {}
+    for mode in ("sync", "async"):
+        envs = make_vector_env("stack", 2, (), 32, 4, vectorization=mode)
+        try:
+            seen[mode] = [tuple(envs.reset(seed=[seed, seed + 1])[0]["instruction"]) for seed in (11, 12)]
+        finally:
+            envs.close()
+    assert seen["async"] == seen["sync"]
+    assert all(" cube" in words for pair in seen["sync"] for words in pair)
