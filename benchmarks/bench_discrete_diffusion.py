@@ -9,7 +9,10 @@ Subcommands (all print their configuration first):
   train     Build (if missing) one demo store with every task of the suite and train
             the policy on all of it with the Trainer; saves <out>/final_policy.
             --policy diffusion trains the continuous baseline (matched parameter
-            count) on the same store.
+            count) on the same store. --init DIR --tasks T fine-tunes a trained
+            policy (its weights and normalisers) on task T's demos only (the
+            multi-task RETAIN sweep's fine-tuned policy; see bench_merge.py);
+            --replay-store S adds a share of S's demos to every batch (co-fine-tuning).
   language  Same initial scenes (forward tasks, held-out seeds) under the original
             instruction, the swapped instruction (reset option swap_roles: the other
             object is named) and a blank instruction; success is judged against the
@@ -123,62 +126,92 @@ def bench_decode(args: argparse.Namespace) -> None:
           "DDIM chunks hold 16 actions, discrete chunks 8.)")
 
 
-def train_multitask(args: argparse.Namespace) -> None:
-    from robot_learn.data import EpisodeStore, WindowSampler
-    from robot_learn.envs.demos import collect_multitask_demos
-    from robot_learn.training import TrainConfig, Trainer, build_policy_for_view
-
-    torch.set_num_threads(args.threads)
-    t0 = time.perf_counter()
+def _multitask_config(args: argparse.Namespace):
+    """The policy config ``--obs``/``--policy`` name (see ``main``'s help)."""
     if args.obs in ("state", "objects"):  # proprioception + privileged object state + instruction, no cameras
         # "state": env_state lists objects by role; "objects": by colour, so only the words name the roles.
         key, size = ("env_state", 14) if args.obs == "state" else ("objects", OBJECTS_DIM)
         state_dims = {"state": 10, key: size}
         if args.policy == "diffusion":  # the continuous baseline at a matched parameter count
-            config = diffusion_state_config(state_dims=state_dims, down_dims=[48, 96], text_encoder="vocab")
-        else:
-            config = discrete_diffusion_state_config(
-                state_dims=state_dims, hidden_dim=args.hidden_dim, num_layers=args.layers,
-                label_sigma_bins=args.label_sigma, dropout=args.dropout, grounding_weight=args.grounding,
-                state_tokens={"objects": OBJECT_SLOTS} if args.obs == "objects" else {})
-    elif args.obs == "pixels":  # the preset discrete_diffusion_pixels, its encoder pretrained on every task
+            return diffusion_state_config(state_dims=state_dims, down_dims=[48, 96], text_encoder="vocab")
+        return discrete_diffusion_state_config(
+            state_dims=state_dims, hidden_dim=args.hidden_dim, num_layers=args.layers,
+            label_sigma_bins=args.label_sigma, dropout=args.dropout, grounding_weight=args.grounding,
+            state_tokens={"objects": OBJECT_SLOTS} if args.obs == "objects" else {})
+    if args.obs == "pixels":  # the preset discrete_diffusion_pixels, its encoder pretrained on every task
         preset = OmegaConf.load(CONFIGS / "discrete_diffusion_pixels.yaml")
-        config = instantiate(preset).with_changes(
+        return instantiate(preset).with_changes(
             hidden_dim=args.hidden_dim, num_layers=args.layers, label_sigma_bins=args.label_sigma,
             frame_pretraining={**OmegaConf.to_container(preset.frame_pretraining), "tasks": list(TASK_NAMES),
                                "resets": args.resets, "steps": args.pretrain_steps})
-    elif args.policy == "diffusion":  # the continuous baseline at a matched parameter count (~0.9 M)
-        config = diffusion_image_config(obs_horizon=1, vision_channels=[16, 32, 64], vision_blocks_per_stage=1,
-                                        down_dims=[32, 64])
-    else:
-        config = discrete_diffusion_image_config(hidden_dim=args.hidden_dim, num_layers=args.layers)
+    if args.policy == "diffusion":  # the continuous baseline at a matched parameter count (~0.9 M)
+        return diffusion_image_config(obs_horizon=1, vision_channels=[16, 32, 64], vision_blocks_per_stage=1,
+                                      down_dims=[32, 64])
+    return discrete_diffusion_image_config(hidden_dim=args.hidden_dim, num_layers=args.layers)
+
+
+def train_multitask(args: argparse.Namespace) -> None:
+    from robot_learn.data import EpisodeStore, WindowSampler
+    from robot_learn.envs.demos import collect_multitask_demos
+    from robot_learn.policies import load_policy
+    from robot_learn.policies.checkpoint import resolve_policy_dir
+    from robot_learn.training import TrainConfig, Trainer, build_policy_for_view
+
+    torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    unknown = sorted(set(args.tasks or ()) - set(TASK_NAMES))
+    if unknown:
+        raise SystemExit(f"--tasks: unknown task(s) {unknown}; valid: {list(TASK_NAMES)}")
+    # --init: fine-tune that policy (its config, weights and normalisers) instead of building one.
+    base = load_policy(resolve_policy_dir(args.init)) if args.init else None
+    config = base.config if base is not None else _multitask_config(args)
     store_path = Path(args.store)
     if not store_path.exists():
+        if base is not None:
+            raise SystemExit(f"--store {store_path} does not exist; --init fine-tunes on an existing store")
         print(f"collecting {args.episodes} expert episodes of each of {', '.join(TASK_NAMES)} into {store_path}")
         cameras = (config.frame_encoder or {}).get("cameras", config.camera_names)
         collect_multitask_demos(TASK_NAMES, args.episodes, store_path, cameras=cameras,
                                 image_size=config.image_size, noise=args.noise,
                                 obs_keys=("state", "env_state", *(["objects"] if args.obs == "objects" else [])))
     store = EpisodeStore.open(store_path, mode="r")
-    demos = store.view(success=True)
+    demos = store.view(success=True, **({"task": list(args.tasks)} if args.tasks else {}))
     instructions = sorted({str(s) for s in demos.meta["instruction"]})
     print(f"data ready at {time.perf_counter() - t0:.0f} s")
-    # A frame encoder (pixels): pretrained on rendered scenes of every task (or reused), its
-    # features cached in the store; the policy trains on them at state-policy speed.
-    config, encoder, derived = prepare_frame_features(config, demos, TASK_NAMES[0], str(store_path))
-    if encoder is not None:
-        print(f"frame features ready at {time.perf_counter() - t0:.0f} s")
-    policy = build_policy_for_view(config, demos, derived, name=args.policy)
-    if encoder is not None:
-        policy.frame_encoder.load_state_dict(encoder.state_dict())
+    if base is not None:
+        policy, encoder, derived = base, None, {}
+        if getattr(base, "frame_encoder", None) is not None:
+            raise SystemExit(f"--init {args.init}: fine-tuning a policy with a frame encoder is not supported here")
+    else:
+        # A frame encoder (pixels): pretrained on rendered scenes of every task (or reused), its
+        # features cached in the store; the policy trains on them at state-policy speed.
+        config, encoder, derived = prepare_frame_features(config, demos, TASK_NAMES[0], str(store_path))
+        if encoder is not None:
+            print(f"frame features ready at {time.perf_counter() - t0:.0f} s")
+        policy = build_policy_for_view(config, demos, derived, name=args.policy)
+        if encoder is not None:
+            policy.frame_encoder.load_state_dict(encoder.state_dict())
     # With the grounding loss the sampler also reads env_state (its role labels).
-    sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
-                            action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=0,
-                            derived=derived)
-    tasks = sorted(set(str(t) for t in store.meta["task"]))
+    window = dict(obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
+                  action_horizon=policy.action_horizon)
+    sampler = WindowSampler(demos, batch_size=args.batch_size, seed=0, derived=derived, **window)
+    if args.replay_store:  # co-fine-tuning: a share of every batch from the replayed (pretraining) demos
+        from robot_learn.loops.aggregation import MixtureSampler, split_batch
+
+        if derived:
+            raise SystemExit("--replay-store: co-fine-tuning is for policies without a frame encoder")
+        if not 0.0 < args.replay_share < 1.0:
+            raise SystemExit(f"--replay-share must be in (0, 1), got {args.replay_share}")
+        replay = EpisodeStore.open(args.replay_store, mode="r").view(success=True)
+        sizes = split_batch(args.batch_size, {"target": 1.0 - args.replay_share, "replay": args.replay_share})
+        sampler = MixtureSampler({"target": WindowSampler(demos, batch_size=sizes["target"], seed=0, **window),
+                                  "replay": WindowSampler(replay, batch_size=sizes["replay"], seed=1, **window)})
+        print(f"co-fine-tuning: {sizes['replay']} of each batch of {args.batch_size} from {replay.num_episodes} "
+              f"demos of {args.replay_store}")
+    tasks = sorted(set(str(t) for t in demos.meta["task"]))
     print(f"config: {demos.num_episodes} demos of {tasks}, {len(instructions)} instructions, "
           f"{sum(p.numel() for p in policy.parameters()) / 1e6:.2f} M params, {args.steps} steps x batch {args.batch_size}, "
-          f"lr {args.lr}, threads {args.threads}")
+          f"lr {args.lr}, threads {args.threads}" + (f", from {args.init}" if args.init else ""))
     cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=200, ckpt_every=1000,
                       log_every=50, out_dir=args.out, num_threads=args.threads, weight_decay=1e-4)
     fit = Trainer(policy, sampler, cfg).fit()
@@ -274,6 +307,12 @@ def main() -> None:
     train.add_argument("--pretrain-steps", type=int, default=2000, help="--obs pixels: encoder pretraining steps")
     train.add_argument("--policy", default="discrete_diffusion", choices=("discrete_diffusion", "diffusion"),
                        help="diffusion: the continuous baseline with a matched parameter count")
+    train.add_argument("--init", default="", help="fine-tune this policy (run, policy or checkpoint dir; "
+                       "its config, weights and normalisers) instead of building a new one")
+    train.add_argument("--tasks", nargs="+", default=None, help="train on these tasks' demos only (default: all)")
+    train.add_argument("--replay-store", default="", help="co-fine-tuning: also draw --replay-share of every "
+                       "batch from this store's demos (e.g. the base's multi-task store)")
+    train.add_argument("--replay-share", type=float, default=0.5)
     language = sub.add_parser("language")
     language.add_argument("--policy-dir", required=True)
     language.add_argument("--tasks", nargs="+", default=list(FORWARD_TASKS), choices=FORWARD_TASKS)

@@ -63,23 +63,32 @@ def main() -> None:
         task, _, spread = name.partition("@")
         conditions = EnvConditions.of(spread) if spread else target
         return evaluate(policy, task, episodes=args.episodes, videos=0, max_steps=args.max_steps,
-                        workers=args.workers, conditions=conditions).summary
+                        workers=args.workers, vectorization="sync", conditions=conditions).summary
 
     print(f"target: {args.task} under {target.describe()}; others: {', '.join(args.others) or 'none'}")
     rows = alpha_sweep(base, finetuned, [{"default": a, **pinned} for a in args.alphas], args.task, args.others,
                        success=success)
-    print(f"{'alpha':>6} {args.task + ' (target)':>22}" + "".join(f"{t + ' retention':>24}" for t in args.others))
+    print(f"{'alpha':>6} {args.task + ' (target)':>22}" + "".join(f"{t + ' retention':>24}" for t in args.others)
+          + (f"{'others: mean success':>24}{'mean retention':>16}" if len(args.others) > 1 else ""))
     for row in rows:
         target = row["target"]
         cells = "".join(f"{_ratio(row['retention'][t])} ({row['others'][t].success_rate:.0%})".rjust(24)
                         for t in args.others)
+        if len(args.others) > 1:
+            kept = [v for v in row["retention"].values() if v is not None]
+            cells += (f"{sum(s.success_rate for s in row['others'].values()) / len(args.others):>24.0%}"
+                      f"{_ratio(sum(kept) / len(kept) if kept else None):>16}")
         print(f"{row['alpha']['default']:>6.2f} {target.success_rate:>9.0%} [{target.ci_low:.0%}, "
               f"{target.ci_high:.0%}]".ljust(29) + cells)
     print(f"{time.perf_counter() - t0:.0f} s")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump([{"alpha": r["alpha"], "target": r["target"].success_rate,
-                        "retention": r["retention"]} for r in rows], f, indent=2)
+            json.dump([{"alpha": r["alpha"], "target": _summary(r["target"]), "retention": r["retention"],
+                        "others": {t: _summary(s) for t, s in r["others"].items()}} for r in rows], f, indent=2)
+
+
+def _summary(summary) -> dict:
+    return {"success": summary.success_rate, "ci": [summary.ci_low, summary.ci_high]}
 
 
 def _ratio(value: float | None) -> str:
