@@ -159,9 +159,6 @@ def train_multitask(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
-    unknown = sorted(set(args.tasks or ()) - set(TASK_NAMES))
-    if unknown:
-        raise SystemExit(f"--tasks: unknown task(s) {unknown}; valid: {list(TASK_NAMES)}")
     # --init: fine-tune that policy (its config, weights and normalisers) instead of building one.
     base = load_policy(resolve_policy_dir(args.init)) if args.init else None
     config = base.config if base is not None else _multitask_config(args)
@@ -194,8 +191,9 @@ def train_multitask(args: argparse.Namespace) -> None:
     # With the grounding loss the sampler also reads env_state (its role labels).
     window = dict(obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                   action_horizon=policy.action_horizon)
-    sampler = WindowSampler(demos, batch_size=args.batch_size, seed=0, derived=derived, **window)
-    if args.replay_store:  # co-fine-tuning: a share of every batch from the replayed (pretraining) demos
+    if not args.replay_store:
+        sampler = WindowSampler(demos, batch_size=args.batch_size, seed=0, derived=derived, **window)
+    else:  # co-fine-tuning: a share of every batch from the replayed (pretraining) demos
         from robot_learn.loops.aggregation import MixtureSampler, split_batch
 
         if derived:
@@ -309,7 +307,7 @@ def main() -> None:
                        help="diffusion: the continuous baseline with a matched parameter count")
     train.add_argument("--init", default="", help="fine-tune this policy (run, policy or checkpoint dir; "
                        "its config, weights and normalisers) instead of building a new one")
-    train.add_argument("--tasks", nargs="+", default=None, help="train on these tasks' demos only (default: all)")
+    train.add_argument("--tasks", nargs="+", default=None, choices=TASK_NAMES, help="train on these tasks' demos only (default: all)")
     train.add_argument("--replay-store", default="", help="co-fine-tuning: also draw --replay-share of every "
                        "batch from this store's demos (e.g. the base's multi-task store)")
     train.add_argument("--replay-share", type=float, default=0.5)
