@@ -23,7 +23,7 @@ from typing import Any
 
 
 def start_fleet(root: Path, task: str, actors: int, train: Any, *, max_steps: int, publish_every: int,
-                online_share: float = 0.5) -> Any:
+                online_share: float = 0.5, online_data: str = "hgdagger") -> Any:
     """A started fleet on ``root/demos.zarr``: the learner training the ``diffusion_state``
     preset with ``train``, and ``actors`` actors (the twin of ``task``, no cameras, the
     simulated operator), all up. Shared with ``bench_fleet_success.py``."""
@@ -33,7 +33,7 @@ def start_fleet(root: Path, task: str, actors: int, train: Any, *, max_steps: in
     fleet = Fleet(root / f"online_{actors}.zarr", {"policy_config": diffusion_state_config(),
                                                   "offline_path": str(root / "demos.zarr"), "tasks": [task],
                                                   "train": train, "publish_every": publish_every,
-                                                  "online_share": online_share})
+                                                  "online_share": online_share, "online_data": online_data})
     robot = {"_target_": "robot_learn.envs.make_sim_robot", "task": task, "cameras": [], "max_steps": max_steps}
     operator = {"_target_": "robot_learn.loops.operators.SimulatedOperator", "task": task, "budget_s": 1e9}
     fleet.start()

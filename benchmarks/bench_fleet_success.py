@@ -40,7 +40,7 @@ def run_fleet(root: Path, actors: int, args: argparse.Namespace) -> list[dict]:
                            "progress_bar": False, "out_dir": str(root / f"learner_{actors}")})
     t0 = time.perf_counter()  # the learner starts in start_fleet
     fleet = start_fleet(root, args.task, actors, train, max_steps=args.max_steps, publish_every=args.publish_every,
-                        online_share=args.online_share)
+                        online_share=args.online_share, online_data=args.online_data)
     kept, next_keep = [], args.every
     while next_keep <= args.minutes * 60:
         fleet.poll(timeout_s=0.5)
@@ -48,10 +48,15 @@ def run_fleet(root: Path, actors: int, args: argparse.Namespace) -> list[dict]:
         if now >= next_keep:
             current = ray.get(fleet.hub.current.remote())
             latest = ray.get(fleet.hub.latest.remote(""))
+            learner = fleet.learner_progress() or {}
             if latest is not None:
                 kept.append({"wall_s": round(now, 1), "step": current["step"], "files": latest[1],
                              "episodes": len(fleet.report.episodes),
-                             "fleet_successes": sum(bool(e["success"]) for e in fleet.report.episodes)})
+                             "fleet_successes": sum(bool(e["success"]) for e in fleet.report.episodes),
+                             "autonomous_successes": sum(bool(e["success"]) and not e["human_steps"]
+                                                         for e in fleet.report.episodes),
+                             "online_episodes": learner.get("online_episodes", -1),
+                             "online_windows": learner.get("online_windows", -1)})
                 print(f"  {actors} actor(s) t={now:.0f} s: learner step {current['step']}, "
                       f"{len(fleet.report.episodes)} episodes", flush=True)
             next_keep = (now // args.every + 1) * args.every
@@ -72,7 +77,10 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--publish-every", type=int, default=50)
     parser.add_argument("--online-share", type=float, default=0.5,
-                        help="of each batch, the share from the fleet's successes (0: demos only, a control)")
+                        help="of each batch, the share from the fleet's online data (0: demos only, a control)")
+    parser.add_argument("--online-data", default="hgdagger", choices=["hgdagger", "successes"],
+                        help="hgdagger: the operator's runs and autonomous successes; successes: every "
+                             "successful episode whole (the policy's steps in rescued ones too)")
     parser.add_argument("--out", default="", help="write the rows as JSON here")
     args = parser.parse_args()
 

@@ -28,6 +28,7 @@ def fleet_app(cfg: DictConfig) -> int:
     from robot_learn.cli.tasks import check_task, fit_policy_to_task
     from robot_learn.data import EpisodeStore
     from robot_learn.fleet import Fleet, start_ray
+    from robot_learn.fleet.online_offline_sampler import ONLINE_DATA
 
     torch.set_num_threads(1)
     task = check_task(cfg.task.name)
@@ -41,6 +42,9 @@ def fleet_app(cfg: DictConfig) -> int:
     online_share = setting(cfg, "online_share", float, minimum=0)
     if online_share > 1:
         raise ValueError(f"online_share must be in [0, 1], got {online_share}")
+    online_data = setting(cfg, "online_data", str)
+    if online_data not in ONLINE_DATA:
+        raise ValueError(f"online_data must be one of {', '.join(ONLINE_DATA)}, got {online_data!r}")
     eval_episodes = setting(cfg, "eval_episodes", int, minimum=0)
     num_cpus = setting(cfg, "num_cpus", int, minimum=1, optional=True)
     address = setting(cfg, "address", str, optional=True)
@@ -78,6 +82,7 @@ def fleet_app(cfg: DictConfig) -> int:
         print(f"demos: {summary.successes}/{summary.attempted} succeeded, {summary.stored} stored in {demo_path}")
     fleet = Fleet(store_path, {"policy_config": policy_config, "offline_path": str(demo_path), "tasks": [task],
                               "train": train_cfg, "publish_every": publish_every, "online_share": online_share,
+                              "online_data": online_data,
                               "run_name": str(cfg.run_dir)}, learner_cpus=learner_cpus)
     fleet.start()
     try:

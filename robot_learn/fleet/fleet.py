@@ -52,7 +52,7 @@ class Fleet:
 
     ``learner`` holds the :class:`~.learner.Learner`'s arguments besides the hub and the
     online store (``policy_config``, ``offline_path``, ``tasks``, ``train`` and optional
-    ``publish_every``, ``online_share``, ``run_name``). ``online_path`` is the store the
+    ``publish_every``, ``online_share``, ``online_data``, ``run_name``). ``online_path`` is the store the
     fleet's episodes go to. ``learner_cpus`` and each actor's ``num_cpus`` are what Ray
     reserves for them (fractions share a core). Call :meth:`start`, then :meth:`add_actors`, then
     :meth:`run` (or :meth:`poll` step by step), and :meth:`shutdown`.

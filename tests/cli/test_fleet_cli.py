@@ -13,6 +13,7 @@ def test_fleet_is_a_subcommand():
     ("actors=0", ["actors", ">= 1"]),
     ("episodes=many", ["episodes", "'many'"]),
     ("online_share=1.5", ["online_share", "[0, 1]", "1.5"]),
+    ("online_data=all", ["online_data", "hgdagger, successes", "'all'"]),
     ("publish_every=0", ["publish_every", ">= 1"]),
     ("actor_cpus=-1", ["actor_cpus", ">= 0"]),
     ("task=stak", ["stak", "stack"]),
