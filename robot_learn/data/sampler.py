@@ -6,6 +6,11 @@ A window anchored at step t of an episode of length L takes
 with every index clamped to [0, L-1], so windows at the episode edges repeat the
 first or last step (edge padding) and never cross into a neighbouring episode.
 Every step of every selected episode is an anchor, drawn uniformly.
+
+``spans`` narrows some episodes to step ranges ``[start, end)``: each range then acts as
+an episode of its own (anchors only inside it, edge padding at its ends), while the
+windows still name the episode and its step. The fleet trains on an operator's runs
+within an episode this way (HG-DAgger), without copying them out.
 """
 
 from __future__ import annotations
@@ -36,14 +41,20 @@ class WindowSampler:
 
     `derived` adds per-frame arrays kept outside the store's schema (e.g. cached
     frame features, see `feature_cache`), one row per committed store frame; their
-    names can then be used in `obs_keys` like store keys."""
+    names can then be used in `obs_keys` like store keys.
+
+    `spans` maps store episode indices of the view to the step ranges used of them
+    (see the module docstring; an empty list drops the episode); the other episodes are
+    used whole. With spans the data must fit `max_cache_bytes` or be read from zarr
+    (`cache=False`); the out-of-core pool is not used."""
 
     def __init__(self, source: EpisodeStore | EpisodeView, obs_keys: Sequence[str] = ("state",),
                  action_key: str = "action", obs_horizon: int = 2, action_horizon: int = 16,
                  batch_size: int = 64, seed: int = 0, cache: bool = True,
                  max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES,
                  derived: Mapping[str, np.ndarray] | None = None,
-                 windows_per_frame: float = 1.0) -> None:
+                 windows_per_frame: float = 1.0,
+                 spans: Mapping[int, Sequence[tuple[int, int]]] | None = None) -> None:
         view = source.view() if isinstance(source, EpisodeStore) else source
         if not isinstance(view, EpisodeView):
             raise StoreError(f"WindowSampler needs an EpisodeStore or EpisodeView, "
@@ -94,7 +105,10 @@ class WindowSampler:
                              * np.dtype(store.schema[k]["dtype"]).itemsize) for k in keys)
         self.cached = bool(cache) and need <= max_cache_bytes
         self.pool: BlockPool | None = None
-        if cache and not self.cached:
+        if cache and not self.cached and spans:
+            warnings.warn(f"WindowSampler: {need / 2**20:.0f} MiB exceeds max_cache_bytes; with spans, "
+                          "windows are read from zarr", stacklevel=2)
+        elif cache and not self.cached:
             blocks, width, slots = plan_blocks(self._lengths, int(max_cache_bytes * frames // max(need, 1)))
             if slots >= 2:
                 self.pool = BlockPool({k: derived[k] if k in derived else store.array(k) for k in keys},
@@ -114,8 +128,12 @@ class WindowSampler:
         else:
             self._frame_starts = starts.astype(np.int64)
             self._arrays = {k: derived[k] if k in derived else store.array(k) for k in keys}
-        # Anchor table: position in `episodes` and step t for every step.
-        self._anchor_pos, self._anchor_t = anchor_table(self._lengths)
+        # Segments (whole episodes, or the spans of some): episode position, first step, length.
+        self._seg_pos, self._seg_off, self._seg_len = segments(episodes, self._lengths, spans)
+        if len(self._seg_pos) == 0:
+            raise StoreError("cannot sample windows: the spans leave no step to sample")
+        # Anchor table: segment and step t within it, for every step.
+        self._anchor_pos, self._anchor_t = anchor_table(self._seg_len)
         self._obs_offsets = np.arange(self.obs_horizon) - self.obs_horizon + 1
         self._act_offsets = np.arange(self.action_horizon) - self.obs_horizon + 1
 
@@ -149,13 +167,21 @@ class WindowSampler:
         if (t < 0).any() or (t >= self._lengths[pos]).any():
             raise StoreError(f"steps {t.tolist()} out of range for episode lengths "
                              f"{self._lengths[pos].tolist()}")
-        return self._gather(pos, t)
+        # The segment holding each step: segments are sorted by (episode position, first step).
+        key = self._seg_pos * (int(self._lengths.max()) + 1) + self._seg_off
+        seg = np.maximum(np.searchsorted(key, pos * (int(self._lengths.max()) + 1) + t, side="right") - 1, 0)
+        inside = (self._seg_pos[seg] == pos) & (t >= self._seg_off[seg]) & (t < self._seg_off[seg] + self._seg_len[seg])
+        if not inside.all():
+            raise StoreError(f"steps {t[~inside].tolist()} of episodes {episodes[~inside].tolist()} are outside "
+                             "this sampler's spans")
+        return self._gather(seg, t - self._seg_off[seg])
 
     def _gather(self, pos: np.ndarray, t: np.ndarray, starts: np.ndarray | None = None,
                 memory: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
-        """Windows at (position, step) pairs; `starts`/`memory` index the block pool's buffers."""
-        last = (self._lengths[pos] - 1)[:, None]
-        base = (self._frame_starts if starts is None else starts)[pos][:, None]
+        """Windows at (segment, step in it) pairs; `starts`/`memory` index the block pool's
+        buffers (whose positions are episodes: the pool runs without spans)."""
+        last = (self._seg_len[pos] - 1)[:, None]
+        base = ((self._frame_starts if starts is None else starts)[self._seg_pos[pos]] + self._seg_off[pos])[:, None]
         obs_idx = base + np.clip(t[:, None] + self._obs_offsets, 0, last)
         act_idx = base + np.clip(t[:, None] + self._act_offsets, 0, last)
         obs: dict[str, Any] = {}
@@ -166,9 +192,10 @@ class WindowSampler:
                 obs.setdefault(group, {})[name] = value
             else:
                 obs[key] = value
+        episode = self._seg_pos[pos]
         return {"obs": obs, "action": self._take(self.action_key, act_idx, memory),
-                "instruction": self._instructions[pos].tolist(),
-                "episode": self._episodes[pos], "t": t.astype(np.int64)}
+                "instruction": self._instructions[episode].tolist(),
+                "episode": self._episodes[episode], "t": (t + self._seg_off[pos]).astype(np.int64)}
 
     def _take(self, key: str, idx: np.ndarray, memory: Mapping[str, np.ndarray] | None) -> np.ndarray:
         if memory is not None:
@@ -217,3 +244,25 @@ class WindowSampler:
             warnings.warn("sampler state was saved by an out-of-core pool, this sampler holds its arrays "
                           "in memory; batches will differ from the original run", stacklevel=2)
         self._rng = rng
+
+
+def segments(episodes: np.ndarray, lengths: np.ndarray, spans: Mapping[int, Sequence[tuple[int, int]]] | None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Episode position, first step and length of every segment: each episode whole, or
+    the sorted ``spans`` of it (store episode index -> ``[(start, end), ...]``)."""
+    if not spans:
+        n = len(episodes)
+        return np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64), lengths.astype(np.int64)
+    where = {int(e): i for i, e in enumerate(episodes.tolist())}
+    unknown = sorted(set(map(int, spans)) - set(where))
+    if unknown:
+        raise StoreError(f"spans name episodes {unknown[:5]} that are not in the view")
+    pos, off, size = [], [], []
+    for i, length in enumerate(lengths.tolist()):
+        ranges = sorted(spans.get(int(episodes[i]), [(0, length)]))
+        for start, end in ranges:
+            if not 0 <= start < end <= length:
+                raise StoreError(f"span ({start}, {end}) of episode {int(episodes[i])} is not a step range "
+                                 f"within its {length} steps")
+            pos.append(i), off.append(start), size.append(end - start)
+    return np.array(pos, dtype=np.int64), np.array(off, dtype=np.int64), np.array(size, dtype=np.int64)

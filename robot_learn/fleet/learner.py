@@ -21,8 +21,8 @@ class StopTraining(Exception):
 class Learner:
     """``policy_config`` (a policy config dataclass) is built for the offline data at
     ``offline_path`` (normalisers from its episodes of ``tasks``); ``train`` is the
-    :class:`~robot_learn.training.TrainConfig` (its ``out_dir`` holds the checkpoints and the
-    curated online data); ``online_share`` and ``online_data`` are the sampler's."""
+    :class:`~robot_learn.training.TrainConfig` (its ``out_dir`` holds the checkpoints);
+    ``online_share`` and ``online_data`` are the sampler's."""
 
     def __init__(self, policy_config: Any, offline_path: str | Path, online_path: str | Path,
                  tasks: Sequence[str], train: Any, hub: Any, *, publish_every: int = 10,
@@ -44,8 +44,7 @@ class Learner:
         self.sampler = OnlineOfflineSampler(
             offline, online_path, tasks, obs_keys=self.policy.training_obs_keys,
             obs_horizon=policy_config.obs_horizon, action_horizon=policy_config.action_horizon,
-            batch_size=train.batch_size, curated_path=Path(train.out_dir) / "online_curated.zarr",
-            online_share=online_share, online_data=online_data, seed=train.seed)
+            batch_size=train.batch_size, online_share=online_share, online_data=online_data, seed=train.seed)
         self.cfg = dataclasses.replace(train, eval_every=publish_every, resume=True)
         self.trainer = Trainer(self.policy, self.sampler, self.cfg, evaluate_fn=self._publish)
         # Actors need weights before the first publish: the last checkpoint's after a restart.

@@ -11,10 +11,10 @@ comes from the fleet's online data of that task and the rest from the offline st
 - ``"successes"``: every successful episode whole (filtered BC), the policy's steps
   before and between takeovers included.
 
-The selected steps are copied, as episodes of their own, into ``curated_path`` (derived
-data: emptied when the sampler is built, then filled from the online store). A task
-with no online data yet takes its whole part offline. The online store is re-read every
-``refresh_every`` batches while the writer appends to it; new episodes join the mix then.
+The runs are read in place (``WindowSampler``'s ``spans``): nothing is copied. A task
+with no online data yet takes its whole part offline. The online store is re-read
+every ``refresh_every`` batches while the writer appends to it; new episodes join the
+mix then (only their ``intervention`` flags are read anew).
 """
 
 from __future__ import annotations
@@ -22,23 +22,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 
 ONLINE_DATA = ("hgdagger", "successes")
 
 
 class OnlineOfflineSampler:
     """Batches of ``batch_size`` windows from ``offline`` (a store or view) and the store
-    at ``online_path``, curated into ``curated_path``; the window arguments are
-    :class:`~robot_learn.data.WindowSampler`'s."""
+    at ``online_path``; the window arguments are :class:`~robot_learn.data.WindowSampler`'s."""
 
     def __init__(self, offline: Any, online_path: str | Path, tasks: Sequence[str], *, obs_keys: Sequence[str],
-                 obs_horizon: int, action_horizon: int, batch_size: int, curated_path: str | Path,
-                 online_share: float = 0.5, online_data: str = "hgdagger", min_human_run: int = 2,
-                 refresh_every: int = 20, seed: int = 0) -> None:
-        import shutil
-
-        from robot_learn.data import EpisodeStore
-
+                 obs_horizon: int, action_horizon: int, batch_size: int, online_share: float = 0.5,
+                 online_data: str = "hgdagger", min_human_run: int = 2, refresh_every: int = 20,
+                 seed: int = 0) -> None:
         if not 0.0 <= online_share <= 1.0:
             raise ValueError(f"online_share must be in [0, 1], got {online_share}")
         if online_data not in ONLINE_DATA:
@@ -49,19 +45,14 @@ class OnlineOfflineSampler:
             raise ValueError("the sampler needs at least one task")
         self.offline, self.online_path, self.tasks = offline, Path(online_path), tuple(tasks)
         self.online_data, self.min_human_run = online_data, int(min_human_run)
-        if Path(curated_path).resolve() == self.online_path.resolve():
-            raise ValueError(f"curated_path must not be the online store {self.online_path}: it is emptied")
-        if Path(curated_path).exists():
-            shutil.rmtree(curated_path)
-        self.curated = EpisodeStore.open_or_create(curated_path)
-        self._curated_upto = 0      # online episodes looked at so far
+        self._runs: list[list[tuple[int, int]] | None] = []  # per online episode: its operator runs (None: whole)
         self.window = dict(obs_keys=tuple(obs_keys), obs_horizon=int(obs_horizon),
                            action_horizon=int(action_horizon))
         self.batch_size, self.online_share = int(batch_size), float(online_share)
         self.refresh_every, self.seed = int(refresh_every), int(seed)
         self.batches = 0
         self.online_windows = 0     # windows drawn from online data so far
-        self.online_episodes = 0    # curated online episodes (runs and autonomous successes) in the mix now
+        self.online_episodes = 0    # online episodes in the mix now (whole, or some of their runs)
         self._online: Any = None
         self._mixture: Any = None
         self._built_at = -1         # online store episodes when the mixture was built
@@ -99,23 +90,29 @@ class OnlineOfflineSampler:
             self._online.refresh()
         return self._online
 
-    def _curate(self, online: Any, count: int) -> None:
-        """Copy the online data of online episodes ``[_curated_upto, count)`` to the curated store."""
-        import numpy as np
+    def _online_part(self, online: Any, count: int, task: str) -> tuple[Any, dict[int, list[tuple[int, int]]]]:
+        """The online episodes of ``task`` to sample and the spans of those used in part
+        (None: no online data of the task yet)."""
+        from robot_learn.loops.aggregation import human_steps_mask, runs
 
-        from robot_learn.loops.aggregation import human_steps_mask, runs, write_selection
-
-        meta = online.meta
-        for e in range(self._curated_upto, count):
-            length = int(online.episode_ends[e] - online.episode_starts[e])
+        for e in range(len(self._runs), count):   # each episode's runs are found once
             human = human_steps_mask(online, e)
-            if self.online_data == "hgdagger" and human.any():
-                spans, source = runs(human, min_length=self.min_human_run), "intervention"
-            else:
-                spans = [(0, length)] if bool(meta["success"][e]) else []
-                source = str(np.asarray(meta["source"])[e])
-            write_selection(self.curated, online, {e: spans}, source, self.curated.keys or None)
-        self._curated_upto = count
+            self._runs.append(runs(human, self.min_human_run) if human.any() else None)
+        success = np.asarray(online.meta["success"][:count], dtype=bool)
+        of_task = np.asarray(online.meta["task"][:count]) == task
+        if self.online_data == "successes":
+            chosen = np.flatnonzero(of_task & success)
+            spans: dict[int, list[tuple[int, int]]] = {}
+        else:
+            rescued = np.array([r is not None for r in self._runs[:count]], dtype=bool)
+            has_runs = np.array([bool(r) for r in self._runs[:count]], dtype=bool)
+            chosen = np.flatnonzero(of_task & ((success & ~rescued) | has_runs))
+            spans = {int(e): self._runs[e] for e in chosen if self._runs[e] is not None}
+        if not len(chosen):
+            return None, {}
+        from robot_learn.data.views import EpisodeView
+
+        return EpisodeView(online, chosen), spans
 
     def _rebuild(self) -> None:
         from robot_learn.data import WindowSampler
@@ -125,25 +122,22 @@ class OnlineOfflineSampler:
         count = online.num_episodes if online is not None else 0
         if count == self._built_at:
             return
-        if count > self._curated_upto:
-            self._curate(online, count)
-        curated = self.curated if self.curated.num_episodes else None
-        parts: dict[str, tuple[Any, float]] = {}
+        parts: dict[str, tuple[Any, float, dict]] = {}
         task_parts = split_batch(self.batch_size, {t: 1.0 for t in self.tasks})
         for task in self.tasks:
             offline = self.offline.view(task=task)
             if offline.num_episodes == 0:
                 raise ValueError(f"the offline data has no episode of task '{task}'; "
                                  f"its tasks: {', '.join(sorted(set(map(str, self.offline.meta['task']))))}")
-            fresh = curated.view(task=task) if curated is not None else None
-            share = self.online_share if fresh is not None and fresh.num_episodes else 0.0
-            parts[f"{task}/offline"] = (offline, (1.0 - share) * task_parts[task])
+            fresh, spans = self._online_part(online, count, task) if count else (None, {})
+            share = self.online_share if fresh is not None else 0.0
+            parts[f"{task}/offline"] = (offline, (1.0 - share) * task_parts[task], {})
             if share:
-                parts[f"{task}/online"] = (fresh, share * task_parts[task])
-        sizes = split_batch(self.batch_size, {name: w for name, (_, w) in parts.items()})
+                parts[f"{task}/online"] = (fresh, share * task_parts[task], spans)
+        sizes = split_batch(self.batch_size, {name: w for name, (_, w, _) in parts.items()})
         seed = self.seed + 7919 * self.batches
         self._mixture = MixtureSampler({
-            name: WindowSampler(parts[name][0], batch_size=size, seed=seed + i, **self.window)
+            name: WindowSampler(parts[name][0], batch_size=size, seed=seed + i, spans=parts[name][2], **self.window)
             for i, (name, size) in enumerate(sizes.items())})
         self._online_per_batch = sum(size for name, size in sizes.items() if name.endswith("/online"))
         self.online_episodes = sum(parts[n][0].num_episodes for n in sizes if n.endswith("/online"))

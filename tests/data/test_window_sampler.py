@@ -146,3 +146,37 @@ def test_bad_sampler_arguments_are_named(small_store):
         WindowSampler(small_store).load_state_dict({"bit_generator": {"bit_generator": "MT19937"}})
     with pytest.raises(StoreError, match="out of range"):
         WindowSampler(small_store).batch_at([0], [5])
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_spans_are_sampled_as_episodes_of_their_own_and_named_in_episode_steps(tagged_store, cache):
+    # Episode 2 (9 steps) narrowed to [1, 4) and [6, 9); episode 4 (6 steps) dropped; the rest whole.
+    spans = {2: [(6, 9), (1, 4)], 4: []}
+    sampler = WindowSampler(tagged_store, obs_keys=("state",), obs_horizon=2, action_horizon=4, batch_size=256,
+                            cache=cache, spans=spans)
+    assert len(sampler) == 4 + 1 + 3 + 3 + 2 + 3
+    batch = sampler.sample()
+    episode, step = batch["obs"]["state"][..., 0], batch["obs"]["state"][..., 1]
+    np.testing.assert_array_equal(episode[:, -1], batch["episode"])
+    np.testing.assert_array_equal(step[:, -1], batch["t"])
+    assert 4 not in batch["episode"]
+    in_two = batch["episode"] == 2
+    assert set(batch["t"][in_two].tolist()) == {1, 2, 3, 6, 7, 8}
+    # Within a span the window is padded at the span's edges, never reaching the steps between.
+    steps_seen = set(step[in_two].ravel().tolist()) | set(batch["action"][in_two][..., 1].ravel().tolist())
+    assert steps_seen <= {1, 2, 3, 6, 7, 8}
+    window = sampler.batch_at([2, 2], [6, 3])
+    np.testing.assert_array_equal(window["action"][0][:, 1], [6, 6, 7, 8])
+    np.testing.assert_array_equal(window["action"][1][:, 1], [2, 3, 3, 3])
+
+
+def test_bad_spans_are_refused_naming_the_episode(tagged_store):
+    with pytest.raises(StoreError, match=r"span \(3, 12\) of episode 2 is not a step range within its 9 steps"):
+        WindowSampler(tagged_store, spans={2: [(3, 12)]})
+    with pytest.raises(StoreError, match=r"spans name episodes \[7\] that are not in the view"):
+        WindowSampler(tagged_store, spans={7: [(0, 1)]})
+    with pytest.raises(StoreError, match="the spans leave no step"):
+        WindowSampler(tagged_store, spans={e: [] for e in range(6)})
+    sampler = WindowSampler(tagged_store, spans={2: [(1, 4)]})
+    with pytest.raises(StoreError, match=r"steps \[5\] of episodes \[2\] are outside this sampler's spans"):
+        sampler.batch_at([2], [5])

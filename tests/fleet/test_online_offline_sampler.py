@@ -49,28 +49,30 @@ def stores(tmp_path):
 def sampler(stores, online_data, share=1.0, **kw):
     offline, _, root = stores
     return OnlineOfflineSampler(offline.view(), root / "online.zarr", ["reach"], obs_keys=["state"], obs_horizon=1,
-                                action_horizon=2, batch_size=64, curated_path=root / "curated.zarr",
-                                online_share=share, online_data=online_data, **kw)
+                                action_horizon=2, batch_size=64, online_share=share, online_data=online_data, **kw)
 
 
-def tags(s, batches=30):
-    return np.unique(np.concatenate([s.sample()["action"][..., 0].ravel() for _ in range(batches)]))
+def drawn(s, batches=40):
+    """(episode, t) of every window anchor drawn, and the tags of every action in them."""
+    batches = [s.sample() for _ in range(batches)]
+    anchors = {(int(e), int(t)) for b in batches for e, t in zip(b["episode"], b["t"])}
+    return anchors, set(np.unique(np.concatenate([b["action"][..., 0].ravel() for b in batches])).tolist())
 
 
 def test_hgdagger_trains_on_the_operators_runs_and_autonomous_successes_only(stores):
     s = sampler(stores, "hgdagger")
-    curated = s.curated
-    # ep 0 whole; ep 1's run [3, 7) (its one-step run is too short); ep 3's run [0, 4); nothing of ep 2.
-    assert [int(e - b) for b, e in zip(curated.episode_starts, curated.episode_ends)] == [10, 4, 4]
-    assert list(curated.meta["source"]) == ["rollout", "intervention", "intervention"]
-    assert set(tags(s)) == {HUMAN, AUTONOMOUS}, "a window held a step the policy drove in a rescued episode"
+    anchors, tags = drawn(s)
+    # ep 0 whole; ep 1's run [3, 7) (its one-step run [8, 9) is too short); ep 3's run [0, 4); nothing of ep 2.
+    assert anchors == {(0, t) for t in range(10)} | {(1, t) for t in range(3, 7)} | {(3, t) for t in range(4)}
+    assert tags == {HUMAN, AUTONOMOUS}, "a window held a step the policy drove in a rescued episode"
     assert s.online_episodes == 3
 
 
 def test_successes_trains_on_whole_successful_episodes_policy_steps_included(stores):
     s = sampler(stores, "successes")
-    assert [int(e - b) for b, e in zip(s.curated.episode_starts, s.curated.episode_ends)] == [10, 12]
-    assert set(tags(s)) == {HUMAN, POLICY, AUTONOMOUS}
+    anchors, tags = drawn(s)
+    assert anchors == {(0, t) for t in range(10)} | {(1, t) for t in range(12)}
+    assert tags == {HUMAN, POLICY, AUTONOMOUS}
 
 
 def test_the_share_splits_each_batch_and_new_online_episodes_join_at_a_refresh(stores):
@@ -87,19 +89,10 @@ def test_the_share_splits_each_batch_and_new_online_episodes_join_at_a_refresh(s
     assert s.online_episodes == 4
 
 
-def test_the_curated_store_is_rebuilt_from_the_online_store(stores):
-    sampler(stores, "successes")
-    s = sampler(stores, "hgdagger")   # the same curated_path, emptied first
-    assert s.curated.num_episodes == 3
-
-
 def test_bad_settings_are_refused_naming_the_choices(stores):
     _, _, root = stores
     with pytest.raises(ValueError, match="online_data must be one of hgdagger, successes, got 'all'"):
         sampler(stores, "all")
     with pytest.raises(ValueError, match="min_human_run must be >= 1"):
         sampler(stores, "hgdagger", min_human_run=0)
-    with pytest.raises(ValueError, match="must not be the online store"):
-        OnlineOfflineSampler(stores[0].view(), root / "online.zarr", ["reach"], obs_keys=["state"], obs_horizon=1,
-                             action_horizon=2, batch_size=8, curated_path=root / "online.zarr")
     assert EpisodeStore.open(root / "online.zarr").num_episodes == 4   # nothing lost
