@@ -10,6 +10,11 @@ learner step and wall time). After the fleet has shut down (so evaluation does n
 share the CPU with it) each kept policy is evaluated on ``--episodes`` held-out seeds;
 the time to ``--level`` is the first kept time whose success reaches it.
 
+With ``--base-steps N`` the learner first trains on the demos alone for N steps (once,
+not timed, no actors), and every fleet's learner resumes from that checkpoint: the
+fleet then post-trains a policy that already works some of the time, as SOP's fleet
+does, instead of learning from scratch. The base policy is evaluated too (wall clock 0).
+
     MUJOCO_GL=egl OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_fleet_success.py --actors 1 2
 """
 
@@ -23,21 +28,44 @@ import time
 from pathlib import Path
 
 
-def run_fleet(root: Path, actors: int, args: argparse.Namespace) -> list[dict]:
-    """Run one fleet for ``args.minutes``; the hub's weights every ``args.every`` seconds."""
-    import ray
-    from bench_fleet import start_fleet
+def learner_config(out_dir: Path, args: argparse.Namespace):
+    """The CLI's training settings (lr 1e-3, warm-up 200, ...; the dataclass default lr 1e-4
+    learns about 10x slower), trained without end and on one thread."""
     from omegaconf import OmegaConf
 
     from robot_learn.training import TrainConfig
 
-    # The CLI's training settings (lr 1e-3, warm-up 200, ...; the dataclass default lr 1e-4
-    # learns about 10x slower), trained without end and on one thread.
     settings = OmegaConf.to_container(OmegaConf.load(Path(__file__).parents[1] / "configs/train/default.yaml"))
     settings.pop("_target_")
-    train = TrainConfig(**{**settings, "steps": 10_000_000, "batch_size": args.batch_size, "ckpt_every": 1000,
-                           "keep_last_k": 1, "log_every": 100_000, "device": "cpu", "num_threads": 1,
-                           "progress_bar": False, "out_dir": str(root / f"learner_{actors}")})
+    return TrainConfig(**{**settings, "steps": 10_000_000, "batch_size": args.batch_size, "ckpt_every": 1000,
+                          "keep_last_k": 1, "log_every": 100_000, "device": "cpu", "num_threads": 1,
+                          "progress_bar": False, "out_dir": str(out_dir)})
+
+
+def train_base(root: Path, args: argparse.Namespace) -> Path:
+    """A fleet without actors: its learner trains on the demos alone to ``--base-steps``
+    (the first publish at or past it) and checkpoints at shutdown."""
+    from bench_fleet import start_fleet
+
+    out = root / "learner_base"
+    fleet = start_fleet(root, args.task, 0, learner_config(out, args), max_steps=args.max_steps,
+                        publish_every=args.publish_every, online_share=0.0)
+    while (fleet.learner_progress() or {"step": 0})["step"] < args.base_steps:
+        time.sleep(1.0)
+    fleet.shutdown()
+    return out
+
+
+def run_fleet(root: Path, actors: int, args: argparse.Namespace) -> list[dict]:
+    """Run one fleet for ``args.minutes``; the hub's weights every ``args.every`` seconds."""
+    import shutil
+
+    import ray
+    from bench_fleet import start_fleet
+
+    train = learner_config(root / f"learner_{actors}", args)
+    if args.base_steps:
+        shutil.copytree(root / "learner_base", train.out_dir)  # the learner resumes from the base
     t0 = time.perf_counter()  # the learner starts in start_fleet
     fleet = start_fleet(root, args.task, actors, train, max_steps=args.max_steps, publish_every=args.publish_every,
                         online_share=args.online_share, online_data=args.online_data)
@@ -81,6 +109,8 @@ def main() -> None:
     parser.add_argument("--online-data", default="hgdagger", choices=["hgdagger", "successes"],
                         help="hgdagger: the operator's runs and autonomous successes; successes: every "
                              "successful episode whole (the policy's steps in rescued ones too)")
+    parser.add_argument("--base-steps", type=int, default=0,
+                        help="train on the demos alone this many steps first; every fleet post-trains that policy")
     parser.add_argument("--out", default="", help="write the rows as JSON here")
     args = parser.parse_args()
 
@@ -99,18 +129,33 @@ def main() -> None:
         collect_demos(args.task, args.demos, root / "demos.zarr", cameras=(), max_steps=args.max_steps,
                       progress_bar=False)
         start_ray(num_cpus=max(args.actors) + 1)
+        base = None
+        if args.base_steps:
+            from robot_learn.policies import load_policy
+            from robot_learn.training import find_latest_checkpoint
+
+            checkpoint = find_latest_checkpoint(train_base(root, args))
+            base = {"wall_s": 0.0, "step": int(checkpoint.name.split("_")[-1]),
+                    "policy": load_policy(checkpoint / "ema"), "episodes": 0}
+            print(f"base: learner step {base['step']} on the demos alone", flush=True)
         for n in args.actors:
-            results[n] = run_fleet(root, n, args)
+            results[n] = ([dict(base)] if base else []) + run_fleet(root, n, args)
     import ray
 
     ray.shutdown()
     torch.set_num_threads(2)
-    rows = []
+    rows, evaluated = [], {}
     for n, kept in results.items():
         reached = None
         for k in kept:
-            summary = evaluate(policy_from_files(k.pop("files")), args.task, episodes=args.episodes,
-                               max_steps=args.max_steps, videos=0).summary
+            if "policy" in k and "base" in evaluated:  # the base, already evaluated for another fleet
+                k.pop("policy")
+                summary = evaluated["base"]
+            else:
+                policy = k.pop("policy") if "policy" in k else policy_from_files(k.pop("files"))
+                summary = evaluate(policy, args.task, episodes=args.episodes, max_steps=args.max_steps,
+                                   videos=0).summary
+                evaluated.setdefault("base" if k["wall_s"] == 0.0 else "", summary)
             row = {"actors": n, **k, "success": summary.success_rate, "ci": [summary.ci_low, summary.ci_high],
                    "mean_progress": summary.mean_progress}
             rows.append(row)
