@@ -168,8 +168,8 @@ class WindowSampler:
             raise StoreError(f"steps {t.tolist()} out of range for episode lengths "
                              f"{self._lengths[pos].tolist()}")
         # The segment holding each step: segments are sorted by (episode position, first step).
-        key = self._seg_pos * (int(self._lengths.max()) + 1) + self._seg_off
-        seg = np.maximum(np.searchsorted(key, pos * (int(self._lengths.max()) + 1) + t, side="right") - 1, 0)
+        width = int(self._lengths.max()) + 1
+        seg = np.maximum(np.searchsorted(self._seg_pos * width + self._seg_off, pos * width + t, side="right") - 1, 0)
         inside = (self._seg_pos[seg] == pos) & (t >= self._seg_off[seg]) & (t < self._seg_off[seg] + self._seg_len[seg])
         if not inside.all():
             raise StoreError(f"steps {t[~inside].tolist()} of episodes {episodes[~inside].tolist()} are outside "

@@ -93,11 +93,16 @@ class OnlineOfflineSampler:
     def _online_part(self, online: Any, count: int, task: str) -> tuple[Any, dict[int, list[tuple[int, int]]]]:
         """The online episodes of ``task`` to sample and the spans of those used in part
         (None: no online data of the task yet)."""
-        from robot_learn.loops.aggregation import human_steps_mask, runs
+        from robot_learn.loops.aggregation import runs
 
-        for e in range(len(self._runs), count):   # each episode's runs are found once
-            human = human_steps_mask(online, e)
-            self._runs.append(runs(human, self.min_human_run) if human.any() else None)
+        first = len(self._runs)
+        if self.online_data == "hgdagger" and count > first:
+            # Each episode's runs are found once, from one read of the new episodes' flags.
+            starts, ends = online.episode_starts[first:count], online.episode_ends[first:count]
+            flags = online.read("intervention", int(starts[0]), int(ends[-1])).astype(bool)
+            for s, e in zip(starts - starts[0], ends - starts[0]):
+                human = flags[s:e]
+                self._runs.append(runs(human, self.min_human_run) if human.any() else None)
         success = np.asarray(online.meta["success"][:count], dtype=bool)
         of_task = np.asarray(online.meta["task"][:count]) == task
         if self.online_data == "successes":
