@@ -93,6 +93,8 @@ def run_fleet(root: Path, actors: int, args: argparse.Namespace) -> list[dict]:
 
 
 def main() -> None:
+    from robot_learn.fleet.online_offline_sampler import ONLINE_DATA
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--actors", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--task", default="bin_place")
@@ -106,7 +108,7 @@ def main() -> None:
     parser.add_argument("--publish-every", type=int, default=50)
     parser.add_argument("--online-share", type=float, default=0.5,
                         help="of each batch, the share from the fleet's online data (0: demos only, a control)")
-    parser.add_argument("--online-data", default="hgdagger", choices=["hgdagger", "successes"],
+    parser.add_argument("--online-data", default="hgdagger", choices=ONLINE_DATA,
                         help="hgdagger: the operator's runs and autonomous successes; successes: every "
                              "successful episode whole (the policy's steps in rescued ones too)")
     parser.add_argument("--base-steps", type=int, default=0,
@@ -135,8 +137,10 @@ def main() -> None:
             from robot_learn.training import find_latest_checkpoint
 
             checkpoint = find_latest_checkpoint(train_base(root, args))
-            base = {"wall_s": 0.0, "step": int(checkpoint.name.split("_")[-1]),
-                    "policy": load_policy(checkpoint / "ema"), "episodes": 0}
+            # Evaluated once here (nothing else runs now), for every fleet's wall clock 0.
+            base = {"wall_s": 0.0, "step": int(checkpoint.name.split("_")[-1]), "episodes": 0,
+                    "summary": evaluate(load_policy(checkpoint / "ema"), args.task, episodes=args.episodes,
+                                        max_steps=args.max_steps, videos=0).summary}
             print(f"base: learner step {base['step']} on the demos alone", flush=True)
         for n in args.actors:
             results[n] = ([dict(base)] if base else []) + run_fleet(root, n, args)
@@ -144,18 +148,13 @@ def main() -> None:
 
     ray.shutdown()
     torch.set_num_threads(2)
-    rows, evaluated = [], {}
+    rows = []
     for n, kept in results.items():
         reached = None
         for k in kept:
-            if "policy" in k and "base" in evaluated:  # the base, already evaluated for another fleet
-                k.pop("policy")
-                summary = evaluated["base"]
-            else:
-                policy = k.pop("policy") if "policy" in k else policy_from_files(k.pop("files"))
-                summary = evaluate(policy, args.task, episodes=args.episodes, max_steps=args.max_steps,
-                                   videos=0).summary
-                evaluated.setdefault("base" if k["wall_s"] == 0.0 else "", summary)
+            summary = k.pop("summary") if "summary" in k else evaluate(
+                policy_from_files(k.pop("files")), args.task, episodes=args.episodes, max_steps=args.max_steps,
+                videos=0).summary
             row = {"actors": n, **k, "success": summary.success_rate, "ci": [summary.ci_low, summary.ci_high],
                    "mean_progress": summary.mean_progress}
             rows.append(row)
