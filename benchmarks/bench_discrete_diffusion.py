@@ -168,9 +168,20 @@ def train_multitask(args: argparse.Namespace) -> None:
             raise SystemExit(f"--store {store_path} does not exist; --init fine-tunes on an existing store")
         print(f"collecting {args.episodes} expert episodes of each of {', '.join(TASK_NAMES)} into {store_path}")
         cameras = (config.frame_encoder or {}).get("cameras", config.camera_names)
-        collect_multitask_demos(TASK_NAMES, args.episodes, store_path, cameras=cameras,
-                                image_size=config.image_size, noise=args.noise,
-                                obs_keys=("state", "env_state", *(["objects"] if args.obs == "objects" else [])))
+        settings = dict(cameras=cameras, image_size=config.image_size, noise=args.noise,
+                        obs_keys=("state", "env_state", *(["objects"] if args.obs == "objects" else [])))
+        if args.workers > 1:  # the same seeds, recorded by Ray workers through one writer
+            from robot_learn.fleet.cluster import start_ray
+            from robot_learn.fleet.parallel_jobs import collect_demos_on_ray
+
+            import ray
+
+            start_ray(num_cpus=args.workers)
+            for task in TASK_NAMES:
+                collect_demos_on_ray(task, args.episodes, store_path, args.workers, **settings)
+            ray.shutdown()  # its idle workers would hold memory through training
+        else:
+            collect_multitask_demos(TASK_NAMES, args.episodes, store_path, **settings)
     store = EpisodeStore.open(store_path, mode="r")
     demos = store.view(success=True, **({"task": list(args.tasks)} if args.tasks else {}))
     instructions = sorted({str(s) for s in demos.meta["instruction"]})
@@ -311,6 +322,7 @@ def main() -> None:
     train.add_argument("--replay-store", default="", help="co-fine-tuning: also draw --replay-share of every "
                        "batch from this store's demos (e.g. the base's multi-task store)")
     train.add_argument("--replay-share", type=float, default=0.5)
+    train.add_argument("--workers", type=int, default=1, help="collect missing demos with this many Ray workers")
     language = sub.add_parser("language")
     language.add_argument("--policy-dir", required=True)
     language.add_argument("--tasks", nargs="+", default=list(FORWARD_TASKS), choices=FORWARD_TASKS)

@@ -40,7 +40,7 @@ OBJECTS_DIM = OBJECT_SLOTS * OBJECT_FEATURES
 # TabletopEnv.scene_labels(): privileged targets for training frame encoders.
 SCENE_LABELS = ("move_x", "move_y", "move_z", "move_cos4yaw", "move_sin4yaw",
                 "target_x", "target_y", "target_z", "target_cos4yaw", "target_sin4yaw",
-                "tcp_x", "tcp_y", "tcp_z", "gripper")
+                "tcp_x", "tcp_y", "tcp_z", "gripper", "goal_x", "goal_y", "goal_z")
 SCENE_LABEL_DIM = len(SCENE_LABELS)
 POSE_LABEL_DIM = 10  # the objects' part of SCENE_LABELS (both roles' position and 4-fold yaw)
 
@@ -329,15 +329,19 @@ class TabletopEnv(gym.Env):
 
         Per role (object to move, then target): position (3) and the yaw as
         (cos 4y, sin 4y), since cubes, square pegs and bins look the same every quarter
-        turn; then the grasp centre (3) and the gripper command (1). Role order, not
-        colour order, so predicting them from a frame means finding the object the
-        instruction names. Never an observation: sim training only.
+        turn; then the grasp centre (3), the gripper command (1) and where the object
+        must be put down (3: on or in the target going forward, the white square in
+        reverse; the square's side is fixed by the target's full yaw, which the 4-fold
+        yaw labels leave open). Role order, not colour order, so predicting them from a
+        frame means finding the object the instruction names. Never an observation: sim
+        training only.
         """
         out = np.empty(SCENE_LABEL_DIM, dtype=np.float32)
         poses = np.concatenate([np.concatenate(self.object_pose(role)) for role in ("move", "target")])
         out[:POSE_LABEL_DIM] = object_pose_labels(poses[None])[0]
         out[10:13] = self.tcp_pose()[0]
         out[13] = self.gripper_command()
+        out[14:17] = self.task.move_goal(self)
         return out
 
     def _info(self) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from .task_base import quat_of_yaw
 
 # Bumped whenever the frames this module renders change, so encoders pretrained on the
 # old frames are not reused for the new ones.
-SCENE_FRAMES_VERSION = 3
+SCENE_FRAMES_VERSION = 4  # 4: the labels gained goal_x, goal_y, goal_z
 # Random grasp-centre box for reset frames (metres), inside the arm's reach, and the
 # spread of the near-object poses around the object to move.
 ARM_LOW = np.array([0.04, -0.26, 0.02])

@@ -112,12 +112,14 @@ def ensure_frame_encoder(policy_config: Any, task: str, root: Path, device: Any 
     render_s = time.perf_counter() - t0
     encoder, metrics = pretrain_frame_encoder(
         frames.images, frames.labels if encoder_config.signal == "privileged" else None, frames.instruction,
-        encoder_config, pretrain, progress_bar=True, device=device)
+        encoder_config, pretrain, progress_bar=True, device=device, tasks=frames.task)
     metrics.update(render_s=render_s, signal=encoder_config.signal, tasks=tasks)
     encoder.save(directory)
     (directory / "pretraining.json").write_text(json.dumps(metrics, indent=2))
-    shown = {k: round(v, 3) if isinstance(v, float) else v for k, v in metrics.items()}
+    shown = {k: round(v, 3) if isinstance(v, float) else v for k, v in metrics.items() if k != "per_task"}
     print(f"      frame encoder saved to {directory}: {shown}")
+    for t, m in metrics.get("per_task", {}).items():
+        print(f"        {t}: " + ", ".join(f"{k} {v:.3f}" for k, v in m.items() if k.endswith(("median", "p90"))))
     return encoder
 
 

@@ -24,8 +24,10 @@ from robot_learn.policies.text_encoder import build_vocab
 def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray | None,
                            instructions: Sequence[str], encoder_config: FrameEncoderConfig,
                            config: FramePretrainConfig | None = None, progress_bar: bool = False,
-                           device: str | torch.device = "cpu") -> tuple[FrameEncoder, dict[str, Any]]:
-    """Train a new encoder on ``device``; returns it on the CPU (eval mode) and held-out metrics.
+                           device: str | torch.device = "cpu",
+                           tasks: Sequence[str] | None = None) -> tuple[FrameEncoder, dict[str, Any]]:
+    """Train a new encoder on ``device``; returns it on the CPU (eval mode) and held-out metrics,
+    also per task (``per_task``) when ``tasks`` gives each frame's task and there are several.
     (``config``'s scene settings, ``tasks`` to ``noise``, are for whoever renders the frames.)"""
     from tqdm import tqdm
 
@@ -65,6 +67,10 @@ def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray 
     metrics = {"frames": n, "train_frames": len(train), "val_frames": len(val), "steps": config.steps,
                "time_s": time.perf_counter() - t0, "identity": encoder.identity()}
     metrics.update(evaluate_frame_encoder(encoder, images, labels, instructions, val))
+    if tasks is not None and len(set(tasks)) > 1:
+        frame_tasks = np.asarray(tasks)[val]
+        metrics["per_task"] = {t: evaluate_frame_encoder(encoder, images, labels, instructions, val[frame_tasks == t])
+                               for t in sorted(set(frame_tasks))}
     return encoder.cpu(), metrics
 
 
@@ -72,16 +78,18 @@ def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray 
 def evaluate_frame_encoder(encoder: FrameEncoder, images: Mapping[str, np.ndarray], labels: np.ndarray | None,
                            instructions: Sequence[str], index: np.ndarray | None = None,
                            batch_size: int = 256, grasp_range_m: float = 0.05) -> dict[str, float]:
-    """Held-out loss and, for the privileged signal, the xy error (cm) of the named object;
-    with the grasp centre among the labels, also the xy error of the object's offset from
-    the grasp centre on approach frames: the gripper open and the object within
-    ``grasp_range_m`` of it (the offset a grasp needs; from the move and grasp-centre heads)."""
+    """Held-out loss and, for the privileged signal, the xy error (cm) of the named object
+    (and of where it must be put down, with ``goal_x`` among the labels); with the grasp
+    centre among the labels, also the xy error of the object's offset from the grasp
+    centre on approach frames: the gripper open and the object within ``grasp_range_m``
+    of it (the offset a grasp needs; from the move and grasp-centre heads)."""
     index = np.arange(len(instructions)) if index is None else np.asarray(index)
     names = encoder.config.label_names
     xy = [names.index("move_x"), names.index("move_y")] if "move_x" in names else [0, 1]
     approach = "tcp_x" in names and "gripper" in names
     tcp, gripper = ([names.index("tcp_x"), names.index("tcp_y")], names.index("gripper")) if approach else (None, None)
-    losses, errors, offset_errors = [], [], []
+    goal = [names.index("goal_x"), names.index("goal_y")] if "goal_x" in names else None
+    losses, errors, offset_errors, goal_errors = [], [], [], []
     for start in range(0, len(index), batch_size):
         idx = index[start:start + batch_size]
         batch = _batch(images, labels, instructions, idx, next(encoder.parameters()).device)
@@ -89,12 +97,15 @@ def evaluate_frame_encoder(encoder: FrameEncoder, images: Mapping[str, np.ndarra
         if encoder.label_head is not None and labels is not None:
             predicted, true = encoder.predict_labels(encoder(batch[0], batch[1])), batch[2]
             errors.append(torch.linalg.norm(predicted[:, xy] - true[:, xy], dim=-1).cpu().numpy() * 100.0)
+            if goal is not None:
+                goal_errors.append(torch.linalg.norm(predicted[:, goal] - true[:, goal], dim=-1).cpu().numpy() * 100.0)
             if tcp is not None:
                 offset, true_offset = predicted[:, xy] - predicted[:, tcp], true[:, xy] - true[:, tcp]
                 near = (torch.linalg.norm(true_offset, dim=-1) < grasp_range_m) & (true[:, gripper] < 0.5)
                 offset_errors.append(torch.linalg.norm(offset - true_offset, dim=-1)[near].cpu().numpy() * 100.0)
     out = {"val_loss": sum(losses) / len(index)}
-    for name, parts in (("move_xy_error_cm", errors), ("grasp_offset_error_cm", offset_errors)):
+    for name, parts in (("move_xy_error_cm", errors), ("grasp_offset_error_cm", offset_errors),
+                        ("goal_xy_error_cm", goal_errors)):
         err = np.concatenate(parts) if parts else np.empty(0)
         if len(err):
             out.update({f"{name}_median": float(np.median(err)), f"{name}_p90": float(np.percentile(err, 90))})

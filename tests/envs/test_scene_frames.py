@@ -30,6 +30,21 @@ def test_placed_frames_put_the_object_where_the_task_wants_it():
     assert np.all(np.linalg.norm(move_xy - target_xy, axis=1) < 0.03)  # inside the bin
 
 
+def test_goal_labels_say_where_the_object_goes_the_white_square_in_reverse():
+    """Forward, the goal is the target; in reverse it is the white square, at the family's
+    spot distance on the side the target's full yaw picks (the 4-fold yaw labels leave
+    that side open, so without these labels a frame encoder is never asked for it)."""
+    from robot_learn.envs.task_bin import BinTask
+
+    goal = [L["goal_x"], L["goal_y"]]
+    forward = render_scene_frames(["bin_place"], 6, cameras=("front",), image_size=24).labels
+    assert np.allclose(forward[:, goal], forward[:, [L["target_x"], L["target_y"]]], atol=1e-4)
+    reverse = render_scene_frames(["bin_take"], 6, cameras=("front",), image_size=24, placed=1.0).labels
+    spot_distance = np.linalg.norm(reverse[:, goal] - reverse[:, [L["target_x"], L["target_y"]]], axis=1)
+    assert np.allclose(spot_distance, BinTask.spot_distance, atol=1e-4)
+    assert np.all(np.linalg.norm(reverse[:, goal] - reverse[:, MOVE[:2]], axis=1) < 0.03)  # placed: on the square
+
+
 @pytest.mark.parametrize("fractions", [{"held": -0.1}, {"held": 0.6, "placed": 0.5}])
 def test_fractions_outside_zero_to_one_are_refused_naming_them(fractions):
     with pytest.raises(ValueError, match="near_object, held and placed"):

@@ -103,6 +103,35 @@ def test_held_out_metrics_include_the_grasp_offset_on_approach_frames_only():
     assert metrics["move_xy_error_cm_median"] == pytest.approx(2.0, abs=1e-4)  # of 1, 20, 3, 0 cm
 
 
+def test_held_out_metrics_give_the_goal_error_and_split_by_task():
+    """A zeroed head predicts the label means (zero): the goal error is the true goal's
+    distance; pretraining given each frame's task also reports every task's metrics."""
+    from robot_learn.policies.frame_encoder import FramePretrainConfig
+    from robot_learn.training.frame_pretraining import evaluate_frame_encoder, pretrain_frame_encoder
+
+    names = ["move_x", "move_y", "goal_x", "goal_y"]
+    encoder = FrameEncoder(FrameEncoderConfig(**{**LABELS, "label_names": names})).eval()
+    torch.nn.init.zeros_(encoder.label_head.weight)
+    torch.nn.init.zeros_(encoder.label_head.bias)
+    labels = np.array([[0.0, 0.0, 0.03, 0.0], [0.0, 0.0, 0.0, -0.05]], dtype=np.float32)
+    images = {"front": np.zeros((2, 32, 32, 3), dtype=np.uint8)}
+    metrics = evaluate_frame_encoder(encoder, images, labels, ["put red cube"] * 2)
+    assert metrics["goal_xy_error_cm_median"] == pytest.approx(4.0, abs=1e-4)  # of 3 and 5 cm
+
+    n = 24
+    rng = np.random.default_rng(0)
+    images = {"front": rng.integers(0, 255, (n, 32, 32, 3), dtype=np.uint8)}
+    labels = rng.normal(size=(n, 4)).astype(np.float32)
+    tasks = ["stack" if i % 2 == 0 else "unstack" for i in range(n)]
+    config = FramePretrainConfig(steps=3, batch_size=4, val_fraction=0.5)
+    settings = FrameEncoderConfig(**{**LABELS, "label_names": names})
+    _, metrics = pretrain_frame_encoder(images, labels, ["put red cube"] * n, settings, config, tasks=tasks)
+    assert set(metrics["per_task"]) == {"stack", "unstack"}
+    assert all(np.isfinite(m["goal_xy_error_cm_median"]) for m in metrics["per_task"].values())
+    _, metrics = pretrain_frame_encoder(images, labels, ["put red cube"] * n, settings, config)
+    assert "per_task" not in metrics
+
+
 @pytest.mark.parametrize("preset", [diffusion_pixels_config, discrete_diffusion_pixels_config])
 def test_pixel_presets_deploy_from_cameras_state_and_words_only(preset):
     """Inference keys are cameras, state and instruction; training reads cached features."""
