@@ -13,6 +13,8 @@ Subcommands (all print their configuration first):
             policy (its weights and normalisers) on task T's demos only (the
             multi-task RETAIN sweep's fine-tuned policy; see bench_merge.py);
             --replay-store S adds a share of S's demos to every batch (co-fine-tuning).
+            --obs pixels --finetune-steps N then trains the frame encoder end to
+            end on raw frames for N steps (policy in <out>/encoder_finetune).
   language  Same initial scenes (forward tasks, held-out seeds) under the original
             instruction, the swapped instruction (reset option swap_roles: the other
             object is named) and a blank instruction; success is judged against the
@@ -143,7 +145,8 @@ def _multitask_config(args: argparse.Namespace):
         return instantiate(preset).with_changes(
             hidden_dim=args.hidden_dim, num_layers=args.layers, label_sigma_bins=args.label_sigma,
             frame_pretraining={**OmegaConf.to_container(preset.frame_pretraining), "tasks": list(TASK_NAMES),
-                               "resets": args.resets, "steps": args.pretrain_steps})
+                               "resets": args.resets, "steps": args.pretrain_steps,
+                               "finetune_steps": args.finetune_steps})
     if args.policy == "diffusion":  # the continuous baseline at a matched parameter count (~0.9 M)
         return diffusion_image_config(obs_horizon=1, vision_channels=[16, 32, 64], vision_blocks_per_stage=1,
                                       down_dims=[32, 64])
@@ -156,6 +159,7 @@ def train_multitask(args: argparse.Namespace) -> None:
     from robot_learn.policies import load_policy
     from robot_learn.policies.checkpoint import resolve_policy_dir
     from robot_learn.training import TrainConfig, Trainer, build_policy_for_view
+    from robot_learn.training.encoder_finetune import finetune_frame_encoder, finetune_steps
 
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
@@ -223,9 +227,15 @@ def train_multitask(args: argparse.Namespace) -> None:
           f"lr {args.lr}, threads {args.threads}" + (f", from {args.init}" if args.init else ""))
     cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=200, ckpt_every=1000,
                       log_every=50, out_dir=args.out, num_threads=args.threads, weight_decay=1e-4)
-    fit = Trainer(policy, sampler, cfg).fit()
+    trainer = Trainer(policy, sampler, cfg)
+    fit = trainer.fit()
     print(f"trained: loss {fit['loss']:.4f}, {fit['time']:.0f} s (total {time.perf_counter() - t0:.0f} s); policy in {fit['final_policy_dir']} "
           f"(metrics log has clipped_fraction and masked_accuracy per log interval)")
+    if steps := finetune_steps(policy):  # --obs pixels --finetune-steps N: the encoder end to end on raw frames
+        print(f"fine-tuning the frame encoder end to end for {steps} steps on raw frames")
+        _, tuned = finetune_frame_encoder(trainer, demos, derived, cfg, sampler_seed=1)
+        print(f"fine-tuned: loss {tuned['loss']:.4f}, {tuned['time']:.0f} s (total {time.perf_counter() - t0:.0f} s); "
+              f"policy in {tuned['final_policy_dir']}")
 
 
 def language_test(args: argparse.Namespace) -> None:
@@ -314,6 +324,8 @@ def main() -> None:
                             "pretrained on every task")
     train.add_argument("--resets", type=int, default=4000, help="--obs pixels: rendered scenes for the encoder")
     train.add_argument("--pretrain-steps", type=int, default=2000, help="--obs pixels: encoder pretraining steps")
+    train.add_argument("--finetune-steps", type=int, default=0, help="--obs pixels: then fine-tune the frame "
+                       "encoder end to end on raw frames for this many steps (<out>/encoder_finetune)")
     train.add_argument("--policy", default="discrete_diffusion", choices=("discrete_diffusion", "diffusion"),
                        help="diffusion: the continuous baseline with a matched parameter count")
     train.add_argument("--init", default="", help="fine-tune this policy (run, policy or checkpoint dir; "

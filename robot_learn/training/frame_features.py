@@ -104,6 +104,7 @@ def ensure_frame_encoder(policy_config: Any, task: str, root: Path, device: Any 
         print(f"      using the frame encoder in {directory} ({encoder.identity()})")
         return encoder
     encoder_config = FrameEncoderConfig(**policy_config.frame_encoder)
+    columns = scene_label_columns(encoder_config.label_names) if encoder_config.signal == "privileged" else None
     t0 = time.perf_counter()
     frames = render_scene_frames(tasks, pretrain.resets, pretrain.expert_episodes, cameras=encoder_config.cameras,
                                  image_size=encoder_config.image_size, seed=pretrain.seed, noise=pretrain.noise,
@@ -111,7 +112,7 @@ def ensure_frame_encoder(policy_config: Any, task: str, root: Path, device: Any 
                                  placed=pretrain.placed, progress_bar=True)
     render_s = time.perf_counter() - t0
     encoder, metrics = pretrain_frame_encoder(
-        frames.images, frames.labels if encoder_config.signal == "privileged" else None, frames.instruction,
+        frames.images, None if columns is None else frames.labels[:, columns], frames.instruction,
         encoder_config, pretrain, progress_bar=True, device=device, tasks=frames.task)
     metrics.update(render_s=render_s, signal=encoder_config.signal, tasks=tasks)
     encoder.save(directory)
@@ -121,6 +122,17 @@ def ensure_frame_encoder(policy_config: Any, task: str, root: Path, device: Any 
     for t, m in metrics.get("per_task", {}).items():
         print(f"        {t}: " + ", ".join(f"{k} {v:.3f}" for k, v in m.items() if k.endswith(("median", "p90"))))
     return encoder
+
+
+def scene_label_columns(names: list[str]) -> list[int]:
+    """Where each of ``names`` sits among the rendered scene labels (``SCENE_LABELS``), so an
+    encoder can learn a subset; an unknown name is refused before anything is rendered."""
+    from robot_learn.envs.base_env import SCENE_LABELS
+
+    unknown = [n for n in names if n not in SCENE_LABELS]
+    if unknown:
+        raise ValueError(f"policy.frame_encoder.label_names has unknown labels {unknown}; valid: {', '.join(SCENE_LABELS)}")
+    return [SCENE_LABELS.index(n) for n in names]
 
 
 def cached_features(view: Any, encoder: Any, device: Any = "cpu") -> np.ndarray:

@@ -179,6 +179,19 @@ def test_an_unfrozen_encoder_reads_frames_not_the_cache_and_takes_the_policy_gra
     assert reached >= {"cameras", "fuse"}, reached  # every camera's network and the fusion
 
 
+def test_the_vla_loss_reaches_an_unfrozen_encoder():
+    """The discrete-diffusion VLA fine-tunes its encoder end to end the same way: its
+    masked-token loss, on a batch of raw frames, puts gradient on the encoder's weights."""
+    config = discrete_diffusion_pixels_config(frame_encoder=LATENT, hidden_dim=16, num_layers=1, num_heads=2)
+    policy = make_policy("discrete_diffusion", config, _stats(12), instructions=["put red cube"])
+    policy.frame_encoder.requires_grad_(True)
+    assert set(policy.training_obs_keys) == {"state", "images/front"}
+    batch = {"obs": {"state": torch.zeros(2, 1, 10), "images": {"front": _frames(2)["front"][:, None]}},
+             "instruction": ["put red cube"] * 2, "action": torch.rand(2, policy.action_horizon, 5) * 2 - 1}
+    policy.compute_loss(batch)["loss"].backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in policy.frame_encoder.parameters())
+
+
 def test_labels_output_gives_policies_the_predicted_scene_labels():
     config = diffusion_pixels_config(frame_encoder=LABELS)
     assert config.state_dims[FEATURES_KEY] == 2  # one per label name
@@ -212,3 +225,14 @@ def test_fine_tuning_trains_only_what_encode_reads():
     labels = FrameEncoder(FrameEncoderConfig(**LABELS)).encoding_parameter_names()
     assert not any(n.startswith("label_head.") for n in latent) and any(n.startswith("fuse.") for n in latent)
     assert labels - latent == {"label_head.weight", "label_head.bias"}
+
+
+def test_label_names_pick_columns_of_the_scene_labels_and_unknown_names_are_refused():
+    """An encoder may learn a subset of the scene labels (e.g. without the goal); the
+    rendered labels are sliced to it, and a misspelt name is a one-line error."""
+    from robot_learn.envs.base_env import SCENE_LABELS
+    from robot_learn.training.frame_features import scene_label_columns
+
+    assert scene_label_columns(["goal_x", "move_x"]) == [SCENE_LABELS.index("goal_x"), 0]
+    with pytest.raises(ValueError, match=r"unknown labels \['gaol_x'\]; valid: move_x"):
+        scene_label_columns(["move_x", "gaol_x"])
