@@ -155,7 +155,7 @@ def _multitask_config(args: argparse.Namespace):
 
 def train_multitask(args: argparse.Namespace) -> None:
     from robot_learn.data import EpisodeStore, WindowSampler
-    from robot_learn.envs.demos import collect_multitask_demos
+    from robot_learn.envs.demos import collect_multitask_demos, staged_store
     from robot_learn.policies import load_policy
     from robot_learn.policies.checkpoint import resolve_policy_dir
     from robot_learn.training import TrainConfig, Trainer, build_policy_for_view
@@ -174,18 +174,19 @@ def train_multitask(args: argparse.Namespace) -> None:
         cameras = (config.frame_encoder or {}).get("cameras", config.camera_names)
         settings = dict(cameras=cameras, image_size=config.image_size, noise=args.noise,
                         obs_keys=("state", "env_state", *(["objects"] if args.obs == "objects" else [])))
-        if args.workers > 1:  # the same seeds, recorded by Ray workers through one writer
-            from robot_learn.fleet.cluster import start_ray
-            from robot_learn.fleet.parallel_jobs import collect_demos_on_ray
+        with staged_store(store_path) as staging:  # a stopped collection leaves no store at --store
+            if args.workers > 1:  # the same seeds, recorded by Ray workers through one writer
+                from robot_learn.fleet.cluster import start_ray
+                from robot_learn.fleet.parallel_jobs import collect_demos_on_ray
 
-            import ray
+                import ray
 
-            start_ray(num_cpus=args.workers)
-            for task in TASK_NAMES:
-                collect_demos_on_ray(task, args.episodes, store_path, args.workers, **settings)
-            ray.shutdown()  # its idle workers would hold memory through training
-        else:
-            collect_multitask_demos(TASK_NAMES, args.episodes, store_path, **settings)
+                start_ray(num_cpus=args.workers)
+                for task in TASK_NAMES:
+                    collect_demos_on_ray(task, args.episodes, staging, args.workers, **settings)
+                ray.shutdown()  # its idle workers would hold memory through training
+            else:
+                collect_multitask_demos(TASK_NAMES, args.episodes, staging, **settings)
     store = EpisodeStore.open(store_path, mode="r")
     demos = store.view(success=True, **({"task": list(args.tasks)} if args.tasks else {}))
     instructions = sorted({str(s) for s in demos.meta["instruction"]})

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -74,6 +77,22 @@ def record_demo_episode(env: Any, expert: Any, seed: int, obs_keys: Sequence[str
     meta = {"instruction": str(obs.get("instruction", "")), "success": bool(infos[-1].get("success", False)),
             "seed": int(seed)}
     return recorder.steps(), meta
+
+
+@contextmanager
+def staged_store(path: str | Path) -> Iterator[Path]:
+    """Collect a new store beside ``path`` (at ``<path>.partial``) and move it to ``path``
+    only when the block ends without an error, so a collection that is killed part way
+    leaves no store at ``path`` that a later run would take for complete. A ``.partial``
+    left by such a run is deleted first."""
+    path = Path(path)
+    staging = path.with_name(path.name + ".partial")
+    if staging.exists():
+        print(f"      removing {staging}, left by a collection that did not finish")
+        shutil.rmtree(staging)
+    yield staging
+    if staging.exists():
+        os.replace(staging, path)
 
 
 def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 0.0,

@@ -73,12 +73,14 @@ def fleet_app(cfg: DictConfig) -> int:
     start_ray(address, num_cpus=num_cpus)
     demo_path = Path(cfg.data.path).resolve()
     if not demo_path.exists():
+        from robot_learn.envs.demos import staged_store
         from robot_learn.fleet.parallel_jobs import collect_demos_on_ray
 
-        summary = collect_demos_on_ray(task, int(cfg.data.episodes), demo_path, actors, noise=float(cfg.data.noise),
-                                       seed=int(cfg.data.seed), cameras=list(cfg.data.cameras or []),
-                                       image_size=int(cfg.data.image_size), max_steps=int(cfg.task.max_steps),
-                                       num_cpus=actor_cpus)
+        with staged_store(demo_path) as staging:
+            summary = collect_demos_on_ray(task, int(cfg.data.episodes), staging, actors, noise=float(cfg.data.noise),
+                                           seed=int(cfg.data.seed), cameras=list(cfg.data.cameras or []),
+                                           image_size=int(cfg.data.image_size), max_steps=int(cfg.task.max_steps),
+                                           num_cpus=actor_cpus)
         print(f"demos: {summary.successes}/{summary.attempted} succeeded, {summary.stored} stored in {demo_path}")
     fleet = Fleet(store_path, {"policy_config": policy_config, "offline_path": str(demo_path), "tasks": [task],
                               "train": train_cfg, "publish_every": publish_every, "online_share": online_share,

@@ -52,7 +52,7 @@ def ensure_demos(cfg: DictConfig, task: str, path: str | Path | None = None, to_
     back at rest, for time reversal)."""
     from robot_learn.cli.inspect_store import open_store
     from robot_learn.cli.settings import env_conditions
-    from robot_learn.envs.demos import DEFAULT_OBS_KEYS, OPTIONAL_OBS_KEYS, collect_demos
+    from robot_learn.envs.demos import DEFAULT_OBS_KEYS, OPTIONAL_OBS_KEYS, collect_demos, staged_store
 
     path = Path(path or cfg.data.path)
     collected = not path.exists()
@@ -61,10 +61,11 @@ def ensure_demos(cfg: DictConfig, task: str, path: str | Path | None = None, to_
         under = "" if conditions.is_default else f" ({conditions.describe()})"
         print(f"[1/4] no demo store at {path}: collecting {cfg.data.episodes} expert episodes of {task}{under}")
         wanted = [k for k in OPTIONAL_OBS_KEYS if k in dict(cfg.policy.get("state_dims") or {})]
-        summary = collect_demos(task, int(cfg.data.episodes), path, noise=float(cfg.data.noise),
-                                seed=int(cfg.data.seed), cameras=list(cfg.data.cameras or []),
-                                image_size=int(cfg.data.image_size), max_steps=cfg.task.max_steps,
-                                obs_keys=(*DEFAULT_OBS_KEYS, *wanted), to_rest=to_rest, conditions=conditions)
+        with staged_store(path) as staging:
+            summary = collect_demos(task, int(cfg.data.episodes), staging, noise=float(cfg.data.noise),
+                                    seed=int(cfg.data.seed), cameras=list(cfg.data.cameras or []),
+                                    image_size=int(cfg.data.image_size), max_steps=cfg.task.max_steps,
+                                    obs_keys=(*DEFAULT_OBS_KEYS, *wanted), to_rest=to_rest, conditions=conditions)
         print(f"      {summary.successes}/{summary.attempted} succeeded, {summary.stored} stored")
     else:
         print(f"[1/4] using demo store {path}")

@@ -47,11 +47,12 @@ def train_app(cfg: DictConfig) -> int:
     train.out_dir = str(run_dir)
     store = Path(cfg.data.path)
     if not store.exists():
-        from robot_learn.envs.demos import collect_demos
+        from robot_learn.envs.demos import collect_demos, staged_store
 
         print(f"collecting {episodes} {task} episodes into {store}")
-        collect_demos(task, episodes, store, noise=float(cfg.data.noise), seed=int(cfg.data.seed),
-                      cameras=(config.camera,), image_size=config.image_size, keep_failures=True)
+        with staged_store(store) as staging:
+            collect_demos(task, episodes, staging, noise=float(cfg.data.noise), seed=int(cfg.data.seed),
+                          cameras=(config.camera,), image_size=config.image_size, keep_failures=True)
     from robot_learn.world_models.training import train_world_model
 
     (run_dir / RUN_CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
