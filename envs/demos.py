@@ -84,10 +84,14 @@ def staged_store(path: str | Path) -> Iterator[Path]:
     """Collect a new store beside ``path`` (at ``<path>.partial``) and move it to ``path``
     only when the block ends without an error, so a collection that is killed part way
     leaves no store at ``path`` that a later run would take for complete. A ``.partial``
-    left by such a run is deleted first."""
+    left by such a run is deleted first; one that a live process is still writing is a
+    StoreError naming it, and is left alone."""
+    from robot_learn.data.lock import WriterLock
+
     path = Path(path)
     staging = path.with_name(path.name + ".partial")
     if staging.exists():
+        WriterLock(staging).release()  # its writer's flock goes with it when it is killed
         print(f"      removing {staging}, left by a collection that did not finish")
         shutil.rmtree(staging)
     yield staging

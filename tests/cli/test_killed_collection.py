@@ -6,11 +6,14 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
+import pytest
 from conftest import _command
 
 from robot_learn.data import EpisodeStore
+from robot_learn.data.errors import StoreError
 from robot_learn.envs.demos import collect_demos, staged_store
 
 
@@ -59,3 +62,21 @@ def test_a_failed_collection_is_not_moved_into_place(tmp_path):
     except RuntimeError:
         pass
     assert not store.exists() and (tmp_path / "demos.zarr.partial").exists()
+
+
+def test_a_collection_still_running_is_not_deleted_by_another(tmp_path):
+    """Two runs that both find the store missing: the second must not delete the first's
+    staging store while it is being written, and says who holds it."""
+    partial = tmp_path / "demos.zarr.partial"
+    writer = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom robot_learn.data import EpisodeStore\n"
+                               f"s = EpisodeStore.create({str(partial)!r}); print('open', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "open"
+        with pytest.raises(StoreError, match=f"is open for appending by another process \\(pid {writer.pid}\\)"):
+            with staged_store(tmp_path / "demos.zarr"):
+                pass
+        assert partial.exists()
+    finally:
+        writer.kill()
+        writer.wait()
