@@ -66,7 +66,8 @@ def test_a_failed_collection_is_not_moved_into_place(tmp_path):
 
 def test_a_collection_still_running_is_not_deleted_by_another(tmp_path):
     """Two runs that both find the store missing: the second must not delete the first's
-    staging store while it is being written, and says who holds it."""
+    staging store while it is being written, and says who holds it (from the CLI: one
+    line, exit status 2, no traceback)."""
     partial = tmp_path / "demos.zarr.partial"
     writer = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom robot_learn.data import EpisodeStore\n"
                                f"s = EpisodeStore.create({str(partial)!r}); print('open', flush=True); time.sleep(60)"],
@@ -76,7 +77,13 @@ def test_a_collection_still_running_is_not_deleted_by_another(tmp_path):
         with pytest.raises(StoreError, match=f"is open for appending by another process \\(pid {writer.pid}\\)"):
             with staged_store(tmp_path / "demos.zarr"):
                 pass
-        assert partial.exists()
+        cli = subprocess.run([*_command(), "train", "task=stack", "policy=diffusion_state",
+                              f"data.path={tmp_path / 'demos.zarr'}"], cwd=tmp_path, capture_output=True, text=True,
+                             env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+        assert cli.returncode == 2, cli.stderr
+        lines = cli.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"pid {writer.pid}" in lines[0] and "Traceback" not in cli.stderr, cli.stderr
+        assert partial.exists() and EpisodeStore.open(partial, mode="r").num_episodes == 0
     finally:
         writer.kill()
         writer.wait()
