@@ -23,10 +23,12 @@ from typing import Any
 
 
 def start_fleet(root: Path, task: str, actors: int, train: Any, *, max_steps: int, publish_every: int,
-                online_share: float = 0.5, online_data: str = "hgdagger") -> Any:
+                online_share: float = 0.5, online_data: str = "hgdagger", rate_hz: float = 0.0) -> Any:
     """A started fleet on ``root/demos.zarr``: the learner training the ``diffusion_state``
     preset with ``train``, and ``actors`` actors (the twin of ``task``, no cameras, the
-    simulated operator), all up. Shared with ``bench_fleet_success.py``."""
+    simulated operator), all up. ``rate_hz`` > 0 paces every actor's control loop at that
+    rate, as real arms run; 0 lets the twin run as fast as it can. Shared with
+    ``bench_fleet_success.py``."""
     from robot_learn.fleet import Fleet
     from robot_learn.policies import diffusion_state_config
 
@@ -37,8 +39,9 @@ def start_fleet(root: Path, task: str, actors: int, train: Any, *, max_steps: in
     robot = {"_target_": "robot_learn.envs.make_sim_robot", "task": task, "cameras": [], "max_steps": max_steps}
     operator = {"_target_": "robot_learn.loops.operators.SimulatedOperator", "task": task, "budget_s": 1e9}
     fleet.start()
+    pace = {"rate_hz": rate_hz, "realtime": True} if rate_hz > 0 else {}
     fleet.add_actors([{"name": f"robot-{i}", "task": task, "robot": robot, "operator": operator,
-                       "max_steps": max_steps} for i in range(actors)])
+                       "max_steps": max_steps, **pace} for i in range(actors)])
     return fleet
 
 

@@ -15,6 +15,11 @@ not timed, no actors), and every fleet's learner resumes from that checkpoint: t
 fleet then post-trains a policy that already works some of the time, as SOP's fleet
 does, instead of learning from scratch. The base policy is evaluated too (wall clock 0).
 
+``--actors 0`` is the control: the same learner for the same wall clock on the demos
+alone. ``--rate-hz`` paces the actors as real arms (each then needs a small share of a
+core, and the learner keeps its own); unpaced, the actors compete with the learner for
+this machine's two cores.
+
     MUJOCO_GL=egl OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_fleet_success.py --actors 1 2
 """
 
@@ -29,17 +34,11 @@ from pathlib import Path
 
 
 def learner_config(out_dir: Path, args: argparse.Namespace):
-    """The CLI's training settings (lr 1e-3, warm-up 200, ...; the dataclass default lr 1e-4
-    learns about 10x slower), trained without end and on one thread."""
-    from omegaconf import OmegaConf
+    """The CLI's training settings (lr 1e-3, warm-up 200, ...), trained without end and on one thread."""
+    from train_settings import cli_train_config
 
-    from robot_learn.training import TrainConfig
-
-    settings = OmegaConf.to_container(OmegaConf.load(Path(__file__).parents[1] / "configs/train/default.yaml"))
-    settings.pop("_target_")
-    return TrainConfig(**{**settings, "steps": 10_000_000, "batch_size": args.batch_size, "ckpt_every": 1000,
-                          "keep_last_k": 1, "log_every": 100_000, "device": "cpu", "num_threads": 1,
-                          "progress_bar": False, "out_dir": str(out_dir)})
+    return cli_train_config(steps=10_000_000, batch_size=args.batch_size, ckpt_every=1000, keep_last_k=1,
+                            log_every=100_000, device="cpu", num_threads=1, progress_bar=False, out_dir=str(out_dir))
 
 
 def train_base(root: Path, args: argparse.Namespace) -> Path:
@@ -68,7 +67,8 @@ def run_fleet(root: Path, actors: int, args: argparse.Namespace) -> list[dict]:
         shutil.copytree(root / "learner_base", train.out_dir)  # the learner resumes from the base
     t0 = time.perf_counter()  # the learner starts in start_fleet
     fleet = start_fleet(root, args.task, actors, train, max_steps=args.max_steps, publish_every=args.publish_every,
-                        online_share=args.online_share, online_data=args.online_data)
+                        online_share=args.online_share if actors else 0.0, online_data=args.online_data,
+                        rate_hz=args.rate_hz)
     kept, next_keep = [], args.every
     while next_keep <= args.minutes * 60:
         fleet.poll(timeout_s=0.5)
@@ -113,6 +113,9 @@ def main() -> None:
                              "successful episode whole (the policy's steps in rescued ones too)")
     parser.add_argument("--base-steps", type=int, default=0,
                         help="train on the demos alone this many steps first; every fleet post-trains that policy")
+    parser.add_argument("--rate-hz", type=float, default=0.0,
+                        help="pace every actor's control loop at this rate, as real arms run (0: the twin "
+                             "runs as fast as it can and the actors take CPU from the learner)")
     parser.add_argument("--out", default="", help="write the rows as JSON here")
     args = parser.parse_args()
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import torch
+from train_settings import cli_train_config  # benchmarks/ is on sys.path when run as a script
 
 from robot_learn.data import EpisodeStore, WindowSampler
 from robot_learn.envs import make_sim_robot
@@ -37,7 +38,7 @@ from robot_learn.loops.sources import run_session
 from robot_learn.policies import diffusion_state_config, load_policy
 from robot_learn.policies.diffusion.phase_guidance import PCGSettings
 from robot_learn.policies.phase_prototypes import PhaseSettings
-from robot_learn.training import TrainConfig, Trainer, build_policy_for_view
+from robot_learn.training import Trainer, build_policy_for_view
 from robot_learn.training.phase_guide import build_phase_guide, load_phase_guide
 
 
@@ -78,8 +79,8 @@ def main() -> None:
             policy = build_policy_for_view(diffusion_state_config(), demos)
             sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                                     action_horizon=policy.action_horizon, batch_size=64)
-            train = TrainConfig(steps=args.train_steps, batch_size=64, device="cpu", num_threads=args.threads,
-                                progress_bar=False, out_dir=str(out / "base"), ckpt_every=0)
+            train = cli_train_config(steps=args.train_steps, batch_size=64, device="cpu", num_threads=args.threads,
+                                     progress_bar=False, out_dir=str(out / "base"), ckpt_every=0)
             load_policy(Trainer(policy, sampler, train).fit()["final_policy_dir"]).save(policy_dir)
     policy = load_policy(policy_dir)
     t_base = time.perf_counter()

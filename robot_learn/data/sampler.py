@@ -11,6 +11,12 @@ Every step of every selected episode is an anchor, drawn uniformly.
 an episode of its own (anchors only inside it, edge padding at its ends), while the
 windows still name the episode and its step. The fleet trains on an operator's runs
 within an episode this way (HG-DAgger), without copying them out.
+
+Every batch has ``action_is_pad`` ``[B, Ta]``: True for the action steps that a span's
+cut (a span start after the episode's first step, or a span end before its last) padded.
+Those steps were not the operator's, so the policies leave them out of the loss; the
+padding at an episode's own ends (holding the first or last action) stays a real label.
+Without spans it is all False.
 """
 
 from __future__ import annotations
@@ -134,6 +140,9 @@ class WindowSampler:
             raise StoreError("cannot sample windows: the spans leave no step to sample")
         # Anchor table: segment and step t within it, for every step.
         self._anchor_pos, self._anchor_t = anchor_table(self._seg_len)
+        # Which segments were cut from their episode at the start / at the end.
+        self._cut_start = self._seg_off > 0
+        self._cut_end = self._seg_off + self._seg_len < self._lengths[self._seg_pos]
         self._obs_offsets = np.arange(self.obs_horizon) - self.obs_horizon + 1
         self._act_offsets = np.arange(self.action_horizon) - self.obs_horizon + 1
 
@@ -183,7 +192,9 @@ class WindowSampler:
         last = (self._seg_len[pos] - 1)[:, None]
         base = ((self._frame_starts if starts is None else starts)[self._seg_pos[pos]] + self._seg_off[pos])[:, None]
         obs_idx = base + np.clip(t[:, None] + self._obs_offsets, 0, last)
-        act_idx = base + np.clip(t[:, None] + self._act_offsets, 0, last)
+        act_t = t[:, None] + self._act_offsets
+        act_idx = base + np.clip(act_t, 0, last)
+        is_pad = ((act_t < 0) & self._cut_start[pos][:, None]) | ((act_t > last) & self._cut_end[pos][:, None])
         obs: dict[str, Any] = {}
         for key in self.obs_keys:
             value = self._take(key, obs_idx, memory)
@@ -193,7 +204,7 @@ class WindowSampler:
             else:
                 obs[key] = value
         episode = self._seg_pos[pos]
-        return {"obs": obs, "action": self._take(self.action_key, act_idx, memory),
+        return {"obs": obs, "action": self._take(self.action_key, act_idx, memory), "action_is_pad": is_pad,
                 "instruction": self._instructions[episode].tolist(),
                 "episode": self._episodes[episode], "t": (t + self._seg_off[pos]).astype(np.int64)}
 

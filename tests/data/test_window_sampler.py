@@ -168,6 +168,15 @@ def test_spans_are_sampled_as_episodes_of_their_own_and_named_in_episode_steps(t
     window = sampler.batch_at([2, 2], [6, 3])
     np.testing.assert_array_equal(window["action"][0][:, 1], [6, 6, 7, 8])
     np.testing.assert_array_equal(window["action"][1][:, 1], [2, 3, 3, 3])
+    # The steps padded at a cut (not the operator's: left out of the loss) are marked; an
+    # episode's own ends pad with real labels (holding still) and are not.
+    np.testing.assert_array_equal(window["action_is_pad"], [[True, False, False, False],
+                                                            [False, False, True, True]])
+    whole = sampler.batch_at([0, 0], [0, 3])  # episode 0, 4 steps, unspanned
+    np.testing.assert_array_equal(whole["action"][:, :, 1], [[0, 0, 1, 2], [2, 3, 3, 3]])
+    assert not whole["action_is_pad"].any()
+    assert batch["action_is_pad"].shape == (256, 4) and batch["action_is_pad"][in_two].any()
+    assert not batch["action_is_pad"][~in_two].any()
 
 
 def test_bad_spans_are_refused_naming_the_episode(tagged_store):

@@ -62,6 +62,15 @@ def make_inference_scheduler(kind: str, config: DiffusionConfig):
                                        thresholding=config.clip_sample, sample_max_value=1.0)
 
 
+def masked_mse(prediction: torch.Tensor, target: torch.Tensor, is_pad: torch.Tensor | None) -> torch.Tensor:
+    """Mean squared error over ``[B, Ta, A]`` chunks, leaving out the action steps
+    ``is_pad`` ``[B, Ta]`` marks; exactly ``F.mse_loss`` when none is marked."""
+    if is_pad is None or not bool(is_pad.any()):
+        return F.mse_loss(prediction, target)
+    keep = (~is_pad.bool()).unsqueeze(-1).to(prediction.dtype)
+    return ((prediction - target) ** 2 * keep).sum() / (keep.sum() * prediction.shape[-1]).clamp_min(1.0)
+
+
 def _make_text_encoder(config: DiffusionConfig) -> TextEncoder | None:
     if config.text_encoder == "vocab":
         return VocabTextEncoder(config.vocab, dim=config.text_dim, max_len=config.text_max_len, num_layers=config.text_layers)
@@ -167,7 +176,8 @@ class DiffusionPolicy(Policy):
     # --- training ---------------------------------------------------------------
     def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
         """DDPM denoising loss (MIP's two-point loss for ``head="mip"``) on a batch
-        ``{"obs", "action" [B, Ta, A], "instruction"?}``."""
+        ``{"obs", "action" [B, Ta, A], "instruction"?, "action_is_pad" [B, Ta]?}``; the DDPM
+        loss leaves out padded action steps (a span's cut, see :mod:`robot_learn.data.sampler`)."""
         actions = self._batch_actions(batch)
         obs_features, text_features = self.encode(self._obs_from_batch(batch))
         clean = self.action_normalizer.normalize(actions)  # a0 in [-1, 1]
@@ -178,7 +188,7 @@ class DiffusionPolicy(Policy):
         noisy = self.noise_scheduler.add_noise(clean, noise, timesteps)  # a_t
         prediction = self.denoiser(noisy, timesteps, obs_features, text_features).float()
         target = noise if self.config.prediction_type == "epsilon" else clean
-        return {"loss": F.mse_loss(prediction, target)}
+        return {"loss": masked_mse(prediction, target, batch.get("action_is_pad"))}
 
     # --- inference --------------------------------------------------------------
     @torch.no_grad()
