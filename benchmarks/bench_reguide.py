@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -94,7 +95,8 @@ def main() -> None:
 
     ctx = SimpleNamespace(make_robot=make_robot, run_dir=out, rate_hz=10.0, task=args.task,
                           max_steps=args.max_steps or task_spec(args.task).max_steps)
-    store = EpisodeStore.open_or_create(rollouts_path)
+    shutil.rmtree(rollouts_path, ignore_errors=True)  # a rerun's rollouts start again, not appended to
+    store = EpisodeStore.create(rollouts_path)
     try:
         run_session(ctx, 0, policy, str(policy_dir), store, None, args.rollouts, seed=50_000)
     finally:

@@ -3,7 +3,10 @@
 From the demos' per-frame features f (state, or the frame encoder's features):
 1. x = [f, w (f_t - f_{t-k})] (the features and their change over the dynamics model's
    horizon k, weighted w = 0.3), standardised, then PCA (numpy SVD; scikit-learn is not
-   in our environment) to ``components`` dims;
+   in our environment) to ``components`` dims. Columns whose demo std is below ``min_std``
+   are left out (zero loadings): constant in the demos, they cannot tell phases apart, and
+   a rollout's value off that constant (a tipped cube's orientation) would otherwise be
+   divided by a near-zero std and swamp every distance;
 2. KMeans (k-means++ start, Lloyd steps) with K = ``clusters_per_phase`` x ``phases``;
 3. clusters ordered by the median normalised demo time of their frames and merged into
    ``phases`` macro phases by time bins (equal runs of ordered clusters when a bin is empty);
@@ -46,6 +49,7 @@ class PhaseSettings:
     lower_percentile: float = 50.0
     upper_percentile: float = 80.0
     temperature: float = 0.1
+    min_std: float = 5e-3         # columns steadier than this in the demos are left out
     kmeans_iterations: int = 50
     seed: int = 0
 
@@ -57,6 +61,8 @@ class PhaseSettings:
                              f"{self.lower_percentile} and {self.upper_percentile}")
         if not self.temperature > 0:
             raise ValueError(f"temperature must be > 0, got {self.temperature}")
+        if not self.min_std >= 0:
+            raise ValueError(f"min_std must be >= 0, got {self.min_std}")
 
 
 class PhasePrototypes:
@@ -120,10 +126,15 @@ def build_phase_prototypes(episodes: Sequence[np.ndarray], settings: PhaseSettin
         rows.append(np.concatenate([f, w * (f - earlier)], axis=1))
         times.append(np.arange(len(f)) / max(len(f) - 1, 1))
     x, time = np.concatenate(rows), np.concatenate(times)
-    mean, std = x.mean(0), np.maximum(x.std(0), 1e-3)
-    centred = (x - mean) / std
+    mean, spread = x.mean(0), x.std(0)
+    kept = spread >= settings.min_std
+    if not kept.any():
+        raise ValueError(f"phase prototypes: no feature varies by min_std {settings.min_std} over the demos")
+    std = np.maximum(spread, settings.min_std)
+    centred = np.where(kept, (x - mean) / std, 0.0)
     _, _, vt = np.linalg.svd(centred - centred.mean(0), full_matrices=False)
     components = vt[: min(settings.components, len(vt))].T
+    components[~kept] = 0.0  # exactly: a left-out column moves no coordinate
     z = centred @ components
     rng = np.random.default_rng(settings.seed)
     labels = kmeans(z, min(settings.clusters_per_phase * settings.phases, len(z)), settings.kmeans_iterations, rng)

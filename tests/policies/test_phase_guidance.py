@@ -65,6 +65,17 @@ def test_pcg_inside_the_band_pulls_the_predicted_future_toward_the_phase():
     assert float(distance_to(guided, TARGET).mean()) < 0.7 * float(distance_to(plain, TARGET).mean())
 
 
+def test_the_guided_chunk_counts_go_on_across_episodes():
+    """``reset`` at an episode start forgets the phase, not the counts an evaluation reports."""
+    sampler = pcg(point_prototypes([TARGET], lower=0.0, upper=10.0))
+    obs = observations()
+    sampler(obs, generator=seeded(4))
+    sampler.reset()
+    sampler(obs, generator=seeded(4))
+    batch = next(iter(obs.values())).shape[0]
+    assert sampler.chunks == sampler.guided_chunks == 2 * batch and sampler.phase is not None
+
+
 @pytest.mark.parametrize("band", [(0.0, 1e-3), (5.0, 10.0)], ids=["too_far_to_recover", "already_on_track"])
 def test_pcg_outside_the_band_leaves_the_chunk_bit_identical(band):
     sampler = pcg(point_prototypes([TARGET], *band))
@@ -125,6 +136,31 @@ def test_phase_prototypes_follow_demo_time_and_their_thresholds_are_ordered():
     d_late = [protos.distance(protos.embed(late, late[:1].expand(3, 3)), torch.full((3,), p)).mean()
               for p in range(3)]
     assert d_early[0] < d_early[2] and d_late[2] < d_late[0]
+
+
+def test_a_feature_constant_in_the_demos_does_not_move_the_distances():
+    """A column that never varies in the demos (an upright cube's orientation) is left out:
+    a rollout value far from it (the cube tipped over) changes no distance. Before, its std
+    was floored at 1e-3 and a 0.9 offset put every rollout chunk hundreds of units from every
+    prototype, far outside the guidance band (PCG then guided nothing on stack)."""
+    rng = np.random.default_rng(0)
+    demos = []
+    for length in (30, 36, 42, 48, 40):
+        t = np.linspace(0.0, 1.0, length)[:, None]
+        moving = np.concatenate([t, np.sin(3 * t)], axis=1) + 0.01 * rng.standard_normal((length, 2))
+        demos.append(np.concatenate([moving, np.full((length, 1), 1.0) + 1e-5 * rng.standard_normal((length, 1))],
+                                    axis=1))
+    protos = build_phase_prototypes(demos, PhaseSettings(phases=3, clusters_per_phase=4, components=4,
+                                                         prototypes_per_phase=8, delta_steps=4), "stack", "state")
+    frames = torch.tensor(demos[0][10:13], dtype=torch.float32)
+    tipped = frames.clone()
+    tipped[:, 2] -= 0.9
+    phase = torch.zeros(3, dtype=torch.long)
+    torch.testing.assert_close(protos.distance(protos.embed(tipped, tipped), phase),
+                               protos.distance(protos.embed(frames, frames), phase))
+    assert (protos.distance(protos.embed(frames, frames), phase) < 10 * protos.upper[0]).all()
+    with pytest.raises(ValueError, match="no feature varies by min_std 0.005"):
+        build_phase_prototypes([d * 0 for d in demos], PhaseSettings(phases=3), "stack", "state")
 
 
 def test_fewer_demos_than_phases_is_a_one_line_error():

@@ -102,6 +102,7 @@ class PhaseGuidedSampler:
         self.guidance = Guidance(self.objective, scale=self.settings.scale, max_timestep=self.settings.max_timestep)
         self.guidance.check_fits(policy)  # the action width, named with both
         self.label = f"pcg (scale {self.settings.scale})"
+        self.chunks = self.guided_chunks = 0  # over every episode this sampler has run
         self.reset()
 
     @staticmethod
@@ -118,11 +119,10 @@ class PhaseGuidedSampler:
                              f"is '{mine}'")
 
     def reset(self) -> None:
-        """Forget phases (episode start); the counts of chunks and guided chunks start again."""
+        """Forget phases (episode start); the counts of chunks and guided chunks go on."""
         self.phase: torch.Tensor | None = None
         self.count: torch.Tensor | None = None
         self.previous: torch.Tensor | None = None
-        self.chunks = self.guided_chunks = 0
 
     def features(self, obs: Mapping[str, Any]) -> torch.Tensor:
         """The current step's features ``[B, D]`` from an observation history."""
