@@ -12,7 +12,11 @@ From the demos' per-frame features f (state, or the frame encoder's features):
    ``phases`` macro phases by time bins (equal runs of ordered clusters when a bin is empty);
 4. each phase keeps up to ``prototypes_per_phase`` farthest-point prototypes of its frames;
 5. thresholds: percentiles (``lower_percentile``, ``upper_percentile``) of the demo frames'
-   soft-min distance to their own phase's prototypes.
+   soft-min distance to their own phase's prototypes, held out: with ``threshold_folds``
+   folds each demo's frames are measured against prototypes built without that demo. In
+   sample, a frame is near its own copy among the prototypes, and the band came out so
+   tight (upper 1.0-2.1 on stack with 30 demos) that unseen expert frames (median 3.0)
+   already fell beyond it; 0 or 1 folds keep the in-sample thresholds.
 
 Distances are soft-min (temperature ``temperature``) Euclidean distances in the PCA space:
 d = -tau log sum_m exp(-|z - p_m| / tau), differentiable for guidance. Saved as
@@ -21,7 +25,8 @@ d = -tau log sum_m exp(-|z - p_m| / tau), differentiable for guidance. Saved as
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -50,12 +55,14 @@ class PhaseSettings:
     upper_percentile: float = 80.0
     temperature: float = 0.1
     min_std: float = 5e-3         # columns steadier than this in the demos are left out
+    threshold_folds: int = 5      # thresholds from demos held out of the prototypes (0/1: in sample)
     kmeans_iterations: int = 50
     seed: int = 0
 
     def __post_init__(self) -> None:
         check_at_least(self, ("phases", "clusters_per_phase", "components", "prototypes_per_phase", "delta_steps",
                               "kmeans_iterations"), 1)
+        check_at_least(self, ("threshold_folds",), 0)
         if not 0.0 <= self.lower_percentile < self.upper_percentile <= 100.0:
             raise ValueError(f"phase thresholds need 0 <= lower_percentile < upper_percentile <= 100, got "
                              f"{self.lower_percentile} and {self.upper_percentile}")
@@ -149,12 +156,36 @@ def build_phase_prototypes(episodes: Sequence[np.ndarray], settings: PhaseSettin
                "lower": np.zeros(settings.phases), "upper": np.zeros(settings.phases)}
     result = PhasePrototypes(settings, task, encoder, {n: torch.as_tensor(v, dtype=torch.float32)
                                                        for n, v in tensors.items()})
-    d = result.distance(torch.as_tensor(z, dtype=torch.float32), torch.as_tensor(phase_of_frame)).numpy()
+    d = _heldout_distances(episodes, settings, task, encoder, phase_of_frame)
+    if d is None:
+        d = result.distance(torch.as_tensor(z, dtype=torch.float32), torch.as_tensor(phase_of_frame)).numpy()
     for p in range(settings.phases):
         mine = d[phase_of_frame == p]
         result.lower[p] = float(np.percentile(mine, settings.lower_percentile))
         result.upper[p] = float(np.percentile(mine, settings.upper_percentile))
     return result
+
+
+def _heldout_distances(episodes: Sequence[np.ndarray], settings: PhaseSettings, task: str, encoder: str,
+                       phase_of_frame: np.ndarray) -> np.ndarray | None:
+    """Each demo frame's distance to its phase's prototypes built without its demo
+    (``threshold_folds`` folds); None when a fold would keep fewer demos than phases."""
+    n = len(episodes)
+    folds = min(settings.threshold_folds, n)
+    if folds < 2 or n - math.ceil(n / folds) < settings.phases:
+        return None
+    in_sample = replace(settings, threshold_folds=0)
+    starts = np.cumsum([0] + [len(f) for f in episodes])
+    d = np.zeros(starts[-1])
+    for i in range(folds):
+        held = set(range(i, n, folds))
+        model = build_phase_prototypes([e for j, e in enumerate(episodes) if j not in held], in_sample, task, encoder)
+        for j in held:
+            f = torch.as_tensor(np.asarray(episodes[j]), dtype=torch.float32)
+            earlier = f[torch.clamp(torch.arange(len(f)) - settings.delta_steps, min=0)]
+            phase = torch.as_tensor(phase_of_frame[starts[j]:starts[j + 1]])
+            d[starts[j]:starts[j + 1]] = model.distance(model.embed(f, earlier), phase).numpy()
+    return d
 
 
 def check_enough_demos(demos: int, settings: PhaseSettings) -> None:

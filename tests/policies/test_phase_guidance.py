@@ -163,6 +163,31 @@ def test_a_feature_constant_in_the_demos_does_not_move_the_distances():
         build_phase_prototypes([d * 0 for d in demos], PhaseSettings(phases=3), "stack", "state")
 
 
+def test_thresholds_from_held_out_demos_admit_an_unseen_demo():
+    """With as many prototypes as frames, in-sample distances are near 0 and the band would
+    call much of an unseen expert demo 'too far to recover' (here half its frames); held-out
+    thresholds (a demo measured against prototypes built without it) admit all of it."""
+    def demo(length, rng):
+        shift = rng.uniform(-0.2, 0.2)
+        t = np.linspace(0.0, 1.0, length)[:, None]
+        return np.concatenate([t + shift, np.sin(3 * t) - shift, t ** 2], axis=1) + 0.01 * rng.standard_normal(
+            (length, 3))
+
+    rng = np.random.default_rng(0)
+    demos = [demo(length, rng) for length in (30, 36, 42, 48, 40, 34, 38, 44)]
+    unseen = torch.tensor(demo(40, rng), dtype=torch.float32)
+    earlier = unseen[torch.clamp(torch.arange(len(unseen)) - 4, min=0)]
+    admitted = {}
+    for folds in (0, 5):
+        protos = build_phase_prototypes(demos, PhaseSettings(phases=3, clusters_per_phase=4, components=4,
+                                                             prototypes_per_phase=64, delta_steps=4,
+                                                             threshold_folds=folds), "reach", "state")
+        z = protos.embed(unseen, earlier)
+        d = torch.stack([protos.distance(z, torch.full((len(unseen),), p)) for p in range(3)]).min(0).values
+        admitted[folds] = float((d <= protos.upper.max()).float().mean())
+    assert admitted[0] <= 0.6 and admitted[5] >= 0.95, admitted
+
+
 def test_fewer_demos_than_phases_is_a_one_line_error():
     with pytest.raises(ValueError, match=r"^phase prototypes need at least as many demos as phases: got 2 demos "
                                          r"for phases=3$"):
