@@ -12,8 +12,8 @@ phase-conditioned guidance (PCG), on the same held-out seeds.
     .venv/bin/python benchmarks/bench_reguide.py [--task stack] [--demos 30] [--train-steps 1500]
         [--rollouts 50] [--episodes 50] [--scales 0.05 0.2] [--out outputs/bench_reguide]
 
-Only smoke-run so far (--demos 4 --train-steps 5 --rollouts 2 --episodes 2 --phases 2 --horizon 4
---guide-steps 20 --max-steps 30: 800 s wall on a CPU shared with a training run); no figure yet.
+Measured on stack (docs/benchmarks.md, "Guided recovery"): test-time PCG does not lift a
+28% base. The FT, FS and matched-control arms run through ``robot-learn improve loop=guided``.
 """
 
 from __future__ import annotations
