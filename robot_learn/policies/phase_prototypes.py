@@ -126,13 +126,14 @@ def build_phase_prototypes(episodes: Sequence[np.ndarray], settings: PhaseSettin
     Fewer demos than phases is a ValueError."""
     check_enough_demos(len(episodes), settings)
     k, w = settings.delta_steps, settings.delta_weight
-    rows, times = [], []
+    frames, earlier, times = [], [], []
     for f in episodes:
         f = np.asarray(f, np.float64)
-        earlier = f[np.maximum(np.arange(len(f)) - k, 0)]
-        rows.append(np.concatenate([f, w * (f - earlier)], axis=1))
+        frames.append(f)
+        earlier.append(f[np.maximum(np.arange(len(f)) - k, 0)])
         times.append(np.arange(len(f)) / max(len(f) - 1, 1))
-    x, time = np.concatenate(rows), np.concatenate(times)
+    f, earlier, time = np.concatenate(frames), np.concatenate(earlier), np.concatenate(times)
+    x = np.concatenate([f, w * (f - earlier)], axis=1)
     mean, spread = x.mean(0), x.std(0)
     kept = spread >= settings.min_std
     if not kept.any():
@@ -156,7 +157,7 @@ def build_phase_prototypes(episodes: Sequence[np.ndarray], settings: PhaseSettin
                "lower": np.zeros(settings.phases), "upper": np.zeros(settings.phases)}
     result = PhasePrototypes(settings, task, encoder, {n: torch.as_tensor(v, dtype=torch.float32)
                                                        for n, v in tensors.items()})
-    d = _heldout_distances(episodes, settings, task, encoder, phase_of_frame)
+    d = _heldout_distances(episodes, settings, task, encoder, phase_of_frame, f, earlier)
     if d is None:
         d = result.distance(torch.as_tensor(z, dtype=torch.float32), torch.as_tensor(phase_of_frame)).numpy()
     for p in range(settings.phases):
@@ -167,24 +168,23 @@ def build_phase_prototypes(episodes: Sequence[np.ndarray], settings: PhaseSettin
 
 
 def _heldout_distances(episodes: Sequence[np.ndarray], settings: PhaseSettings, task: str, encoder: str,
-                       phase_of_frame: np.ndarray) -> np.ndarray | None:
+                       phase_of_frame: np.ndarray, frames: np.ndarray, earlier: np.ndarray) -> np.ndarray | None:
     """Each demo frame's distance to its phase's prototypes built without its demo
-    (``threshold_folds`` folds); None when a fold would keep fewer demos than phases."""
+    (``threshold_folds`` folds); ``frames``/``earlier`` are every demo's frames and the
+    frames k steps before them, concatenated. None when a fold would keep fewer demos than phases."""
     n = len(episodes)
     folds = min(settings.threshold_folds, n)
     if folds < 2 or n - math.ceil(n / folds) < settings.phases:
         return None
     in_sample = replace(settings, threshold_folds=0)
-    starts = np.cumsum([0] + [len(f) for f in episodes])
-    d = np.zeros(starts[-1])
+    demo_of_frame = np.repeat(np.arange(n), [len(e) for e in episodes])
+    frames_t, earlier_t = (torch.as_tensor(a, dtype=torch.float32) for a in (frames, earlier))
+    d = np.zeros(len(frames))
     for i in range(folds):
-        held = set(range(i, n, folds))
-        model = build_phase_prototypes([e for j, e in enumerate(episodes) if j not in held], in_sample, task, encoder)
-        for j in held:
-            f = torch.as_tensor(np.asarray(episodes[j]), dtype=torch.float32)
-            earlier = f[torch.clamp(torch.arange(len(f)) - settings.delta_steps, min=0)]
-            phase = torch.as_tensor(phase_of_frame[starts[j]:starts[j + 1]])
-            d[starts[j]:starts[j + 1]] = model.distance(model.embed(f, earlier), phase).numpy()
+        held = demo_of_frame % folds == i
+        model = build_phase_prototypes([e for j, e in enumerate(episodes) if j % folds != i], in_sample, task, encoder)
+        z = model.embed(frames_t[held], earlier_t[held])
+        d[held] = model.distance(z, torch.as_tensor(phase_of_frame[held])).numpy()
     return d
 
 

@@ -64,11 +64,14 @@ def make_inference_scheduler(kind: str, config: DiffusionConfig):
 
 def masked_mse(prediction: torch.Tensor, target: torch.Tensor, is_pad: torch.Tensor | None) -> torch.Tensor:
     """Mean squared error over ``[B, Ta, A]`` chunks, leaving out the action steps
-    ``is_pad`` ``[B, Ta]`` marks; exactly ``F.mse_loss`` when none is marked."""
-    if is_pad is None or not bool(is_pad.any()):
-        return F.mse_loss(prediction, target)
+    ``is_pad`` ``[B, Ta]`` marks; exactly ``F.mse_loss`` when none is marked. The choice is
+    made on the device (``torch.where``), so a training step stays free of host syncs."""
+    plain = F.mse_loss(prediction, target)
+    if is_pad is None:
+        return plain
     keep = (~is_pad.bool()).unsqueeze(-1).to(prediction.dtype)
-    return ((prediction - target) ** 2 * keep).sum() / (keep.sum() * prediction.shape[-1]).clamp_min(1.0)
+    masked = ((prediction - target) ** 2 * keep).sum() / (keep.sum() * prediction.shape[-1]).clamp_min(1.0)
+    return torch.where(is_pad.any(), masked, plain)
 
 
 def _make_text_encoder(config: DiffusionConfig) -> TextEncoder | None:
