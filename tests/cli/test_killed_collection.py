@@ -70,7 +70,7 @@ def test_a_collection_still_running_is_not_deleted_by_another(tmp_path):
     line, exit status 2, no traceback)."""
     partial = tmp_path / "demos.zarr.partial"
     writer = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom robot_learn.data import EpisodeStore\n"
-                               f"s = EpisodeStore.create({str(partial)!r}); print('open', flush=True); time.sleep(60)"],
+                               f"s = EpisodeStore.create({str(partial)!r}); print('open', flush=True); time.sleep(600)"],
                               stdout=subprocess.PIPE, text=True)
     try:
         assert writer.stdout.readline().strip() == "open"
