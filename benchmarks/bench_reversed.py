@@ -1,15 +1,16 @@
-"""A hard task learned from its easy reverse alone, and how well the easy task's ends cover the hard task's starts.
+"""A hard task learned from its easy reverse alone, against the same recipe on the hard task's
+own expert demos, and how well the easy task's ends cover the hard task's starts.
 
-1. ``--demos`` expert episodes of the easy task (e.g. ``bin_take``), recorded to rest,
-   reversed into demonstrations of the hard task (``bin_place``); the hard task's
-   expert makes no training data.
-2. ``robot-learn train`` of the state preset on them (``--steps``, 1 thread by
-   default), evaluated on 50 held-out seeds of the hard task (the run's report).
-3. Coverage: for the hard task's evaluation resets, the distance in the joint layout
-   (object to move xy, target xy) to the nearest start of the reversed demos, and to
-   the nearest start of the hard task's own expert demos (the store the default
-   ``robot-learn train`` collects, ``data/<hard>_demos.zarr``, if present), and the
-   object-to-target offsets of each.
+1. ``--demos`` expert episodes of the easy task (e.g. ``bin_take``), recorded to rest with
+   the white square ``--drop-spot`` (``anywhere`` on the table, the rev2fwd recipe, or
+   ``beside`` the target, the easy task's default), reversed into demonstrations of the
+   hard task (``bin_place``).
+2. For comparison only: ``--demos`` expert demos of the hard task itself, the same count.
+3. ``robot-learn train`` of the state preset on each (``--steps``, ``--threads`` each; the two
+   arms run side by side, so they share the machine alike), evaluated on the same
+   ``--eval-episodes`` held-out seeds of the hard task.
+4. Coverage: for the hard task's evaluation resets, the distance in the joint layout
+   (object to move xy, target xy) to the nearest start of each arm's demos.
 
     .venv/bin/python benchmarks/bench_reversed.py --easy bin_take --demos 100 --steps 4000
 """
@@ -17,6 +18,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -25,10 +27,14 @@ import numpy as np
 
 from robot_learn.data import EpisodeStore
 from robot_learn.envs import make_env
+from robot_learn.envs.conditions import EnvConditions
 from robot_learn.envs.demos import collect_demos
 from robot_learn.envs.reversal import forward_task_of, reverse_into
+from robot_learn.envs.task_base import DROP_SPOTS
+from robot_learn.evaluation.suite_table import suite_row
 
 MOVED, TARGET = slice(0, 2), slice(7, 9)  # xy of the object to move and of the target in env_state
+ARMS = ("reversed", "forward")
 
 
 def layouts(env_states: np.ndarray) -> np.ndarray:
@@ -45,28 +51,70 @@ def coverage(name: str, starts: np.ndarray, evals: np.ndarray | None) -> None:
     print(f"| {name} | {np.median(np.linalg.norm(offset, axis=1)):.3f} | {offset[:, 1].std():.3f} {near}")
 
 
+def demo_stores(easy: str, hard: str, demos: int, drop_spot: str, out: Path) -> dict[str, Path]:
+    """The store of each arm, collected when missing (the reversed one from the easy task's to-rest episodes)."""
+    stores = {"reversed": out / f"{hard}_reversed_{drop_spot}.zarr", "forward": out / f"{hard}_forward.zarr"}
+    if not stores["reversed"].exists():
+        easy_path = out / f"{easy}_to_rest_{drop_spot}.zarr"
+        collect_demos(easy, demos, easy_path, cameras=(), to_rest=True, progress_bar=False,
+                      conditions=EnvConditions(drop_spot=drop_spot))
+        source = EpisodeStore.open(easy_path)
+        written = reverse_into(EpisodeStore.create(stores["reversed"]), source, range(source.num_episodes))
+        print(f"{written} {easy} episodes (drop spot {drop_spot}) reversed into {stores['reversed']}")
+    if not stores["forward"].exists():
+        collect_demos(hard, demos, stores["forward"], cameras=(), progress_bar=False)
+    return stores
+
+
+def train_arms(hard: str, stores: dict[str, Path], args: argparse.Namespace, out: Path) -> dict[str, dict]:
+    """``robot-learn train`` on each arm's store, side by side; each arm's suite row."""
+    cli = str(Path(sys.executable).with_name("robot-learn"))
+    runs = {}
+    for arm, store in stores.items():
+        run_dir = out / store.stem
+        if not (run_dir / "report.json").exists():
+            log = run_dir.with_suffix(".log").open("w")
+            command = [cli, "train", f"task={hard}", "policy=diffusion_state", f"data.path={store}",
+                       f"train.steps={args.steps}", f"train.num_threads={args.threads}",
+                       f"eval.episodes={args.eval_episodes}", "+train.progress_bar=false", f"run_dir={run_dir}"]
+            runs[arm] = (run_dir, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
+        else:
+            runs[arm] = (run_dir, None)
+    rows = {}
+    for arm, (run_dir, process) in runs.items():
+        if process is not None and process.wait():
+            raise SystemExit(f"{arm} arm failed (exit {process.returncode}); see {run_dir.with_suffix('.log')}")
+        rows[arm] = suite_row(hard, json.loads((run_dir / "report.json").read_text()), run_dir)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--easy", default="bin_take")
+    parser.add_argument("--drop-spot", default="anywhere", choices=DROP_SPOTS)
     parser.add_argument("--demos", type=int, default=100)
     parser.add_argument("--steps", type=int, default=4000)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads of each arm (two arms run at once)")
     parser.add_argument("--out", default="outputs/bench_reversed")
     parser.add_argument("--eval-episodes", type=int, default=50)
     args = parser.parse_args()
     hard = forward_task_of(args.easy)  # ValueError listing the pairs
     out = Path(args.out)
-    easy_path, reversed_path = out / f"{args.easy}_to_rest.zarr", out / f"{hard}_reversed.zarr"
-    if not reversed_path.exists():
-        collect_demos(args.easy, args.demos, easy_path, cameras=(), to_rest=True, progress_bar=False)
-        easy = EpisodeStore.open(easy_path)
-        written = reverse_into(EpisodeStore.create(reversed_path), easy, range(easy.num_episodes))
-        print(f"{written} {args.easy} episodes reversed into {reversed_path}")
-    run_dir = out / f"{hard}_from_{args.easy}"
-    subprocess.run([str(Path(sys.executable).with_name("robot-learn")), "train", f"task={hard}",
-                    "policy=diffusion_state", f"data.path={reversed_path}", f"train.steps={args.steps}",
-                    f"train.num_threads={args.threads}", f"eval.episodes={args.eval_episodes}",
-                    f"run_dir={run_dir}"], check=True)
+    out.mkdir(parents=True, exist_ok=True)
+    stores = demo_stores(args.easy, hard, args.demos, args.drop_spot, out)
+    rows = train_arms(hard, stores, args, out)
+
+    print(f"\n{hard} from {args.demos} demos, {args.steps} steps ({args.eval_episodes} held-out seeds):")
+    print("| training data | demos | frames | success [95% CI] | mean progress | train s | eval s |")
+    print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
+    for arm, r in rows.items():
+        store = EpisodeStore.open(stores[arm])
+        name = f"{args.easy} (drop {args.drop_spot}), reversed" if arm == "reversed" else f"{hard} expert"
+        print(f"| {name} | {store.num_episodes} | {store.num_frames} | {r['success_rate']:.0%} "
+              f"({r['successes']}/{r['episodes']}) [{r['ci_low']:.1%}, {r['ci_high']:.1%}] | "
+              f"{r['mean_progress']:.3f} | {r['train_s']:.0f} | {r['eval_s']:.0f} |")
+    ratio = rows["reversed"]["success_rate"] / rows["forward"]["success_rate"] if rows["forward"]["success_rate"] else None
+    print(f"reversed / forward success: {'-' if ratio is None else f'{ratio:.2f}x'}")
 
     env = make_env(hard, cameras=())
     evals = layouts(np.array([env.reset(seed=1_000_000 + i)[0]["env_state"] for i in range(args.eval_episodes)]))
@@ -74,10 +122,8 @@ def main() -> int:
     print("| demos | object-target distance, median | its y spread (std) | eval start to nearest demo start, "
           "median | p90 |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    coverage(f"{args.easy}, reversed", layouts(_starts(reversed_path)), evals)
-    own = Path("data") / f"{hard}_demos.zarr"
-    if own.exists():
-        coverage(f"{hard} expert (comparison only)", layouts(_starts(own)), evals)
+    coverage(f"{args.easy} (drop {args.drop_spot}), reversed", layouts(_starts(stores["reversed"])), evals)
+    coverage(f"{hard} expert", layouts(_starts(stores["forward"])), evals)
     coverage(f"{hard} evaluation resets", evals, None)
     return 0
 

@@ -20,7 +20,7 @@ from . import arm
 from .rendering import CameraRenderer, check_cameras
 from .scene import COLOUR_NAMES, PALETTE, build_scene
 from .start_spread import DEFAULT_START_SPREAD
-from .task_base import N_PARAMS, FamilyTask, quat_of_yaw, yaw_of_quat
+from .task_base import DEFAULT_DROP_SPOT, N_PARAMS, FamilyTask, quat_of_yaw, yaw_of_quat
 
 FAMILIES = ("stack", "peg", "bin")
 ACTION_MODES = ("pose", "joint")
@@ -156,6 +156,8 @@ class TabletopEnv(gym.Env):
         ``FamilyTask.swap_roles``); success follows the instruction given.
         ``options={"start_spread": "narrow"}`` keeps the objects near one nominal layout
         (:mod:`.start_spread`); the default, ``"wide"``, is the whole reachable ring.
+        ``options={"drop_spot": "anywhere"}`` (reverse tasks) puts the white square anywhere
+        on that ring instead of beside the target (``DROP_SPOTS`` in :mod:`.task_base`).
         """
         super().reset(seed=seed)
         if options and "state" in options:
@@ -165,7 +167,8 @@ class TabletopEnv(gym.Env):
             raise ValueError(f"swap_roles is only for forward tasks (stack, peg_insert, bin_place); {self.name!r} is a reverse task")
         rng = self.np_random
         spread = (options or {}).get("start_spread", DEFAULT_START_SPREAD)
-        self.params = self.task.sample_params(rng, spread)  # ValueError lists the valid spreads
+        drop_spot = (options or {}).get("drop_spot", DEFAULT_DROP_SPOT)
+        self.params = self.task.sample_params(rng, spread, drop_spot)  # ValueError lists the valid values
         names = rng.choice(len(COLOUR_NAMES), size=len(self.layout.roles), replace=False)
         self.colours = {r: COLOUR_NAMES[i] for r, i in zip(self.layout.roles, names)}
         self.template_index = int(rng.integers(len(self.task.templates)))

@@ -1,10 +1,11 @@
 """The conditions an episode runs under: its start distribution and its disturbances.
 
 An :class:`EnvConditions` is what ``task.start_spread`` and ``task.disturbances`` say in a
-config. :meth:`EnvConditions.make_env` builds a task's env under them: the plain env
-of :func:`~robot_learn.envs.make_env` when they are the defaults (``wide``, no
-disturbances), otherwise that env wrapped so every reset asks for the spread
-(:class:`StartSpreadWrapper`) and disturbances happen (:class:`DisturbanceWrapper`).
+config, and, for reverse tasks, where the white square lies (``drop_spot``). :meth:`EnvConditions.make_env`
+builds a task's env under them: the plain env of :func:`~robot_learn.envs.make_env` when
+they are the defaults (``wide``, spot ``beside``, no disturbances), otherwise that env
+wrapped so every reset asks for them (:class:`ResetOptionsWrapper`) and disturbances
+happen (:class:`DisturbanceWrapper`).
 """
 
 from __future__ import annotations
@@ -16,28 +17,34 @@ import gymnasium as gym
 
 from .disturbances import Disturbances, DisturbanceWrapper
 from .start_spread import DEFAULT_START_SPREAD, START_SPREADS, start_spread
+from .task_base import DEFAULT_DROP_SPOT, DROP_SPOTS
 
 
-class StartSpreadWrapper(gym.Wrapper):
-    """Resets its tabletop env with ``options={"start_spread": spread}`` (see :mod:`.start_spread`)."""
+class ResetOptionsWrapper(gym.Wrapper):
+    """Resets its tabletop env with ``options`` added (``start_spread``: :mod:`.start_spread`;
+    ``drop_spot``: ``DROP_SPOTS`` of :mod:`.task_base`); a reset's own options win."""
 
-    def __init__(self, env: gym.Env, spread: str) -> None:
+    def __init__(self, env: gym.Env, options: dict[str, str]) -> None:
         super().__init__(env)
-        self.spread = start_spread(spread).name
+        self.options = dict(options)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        return self.env.reset(seed=seed, options={"start_spread": self.spread, **(options or {})})
+        return self.env.reset(seed=seed, options={**self.options, **(options or {})})
 
 
 @dataclass(frozen=True)
 class EnvConditions:
-    """A start spread (``wide``, the default, ``medium`` or ``narrow``) and optional disturbances."""
+    """A start spread (``wide``, the default, ``medium`` or ``narrow``), optional disturbances,
+    and a reverse task's drop spot (``beside`` the target, the default, or ``anywhere``)."""
 
     start_spread: str = DEFAULT_START_SPREAD
     disturbances: Disturbances | None = None
+    drop_spot: str = DEFAULT_DROP_SPOT
 
     def __post_init__(self) -> None:
         start_spread(self.start_spread)  # ValueError lists the valid spreads
+        if self.drop_spot not in DROP_SPOTS:
+            raise ValueError(f"unknown drop_spot {self.drop_spot!r}; valid: {', '.join(DROP_SPOTS)}")
 
     @classmethod
     def of(cls, start_spread: str = DEFAULT_START_SPREAD, disturbances: Sequence[str] = (),
@@ -50,13 +57,15 @@ class EnvConditions:
     @property
     def is_default(self) -> bool:
         """The conditions every task had before spreads and disturbances existed."""
-        return self.start_spread == DEFAULT_START_SPREAD and not (self.disturbances and self.disturbances.kinds)
+        return (self.start_spread == DEFAULT_START_SPREAD and self.drop_spot == DEFAULT_DROP_SPOT
+                and not (self.disturbances and self.disturbances.kinds))
 
     def describe(self) -> str:
-        """A short label, e.g. ``narrow`` or ``wide + nudge p=0.5, slip``."""
+        """A short label, e.g. ``narrow``, ``wide + nudge p=0.5, slip`` or ``wide + drop anywhere``."""
         d = self.disturbances
         kinds = [k if d.probabilities[k] == 1.0 else f"{k} p={d.probabilities[k]:g}" for k in d.kinds] if d else []
-        return " + ".join([self.start_spread, ", ".join(kinds)] if kinds else [self.start_spread])
+        drop = [] if self.drop_spot == DEFAULT_DROP_SPOT else [f"drop {self.drop_spot}"]
+        return " + ".join([self.start_spread, *drop, *([", ".join(kinds)] if kinds else [])])
 
     def make_env(self, task: str, **kwargs: Any) -> gym.Env:
         """``make_env(task, **kwargs)`` under these conditions; ValueError for an external
@@ -65,12 +74,18 @@ class EnvConditions:
         from .registry import TASK_NAMES, make_env
 
         if not self.is_default and is_external_task(task):
-            raise ValueError(f"start_spread and disturbances are for our tabletop tasks ({', '.join(TASK_NAMES)}); "
+            raise ValueError(f"start_spread, drop_spot and disturbances are for our tabletop tasks ({', '.join(TASK_NAMES)}); "
                              f"external task {task!r} runs its benchmark's own resets: leave start_spread at "
-                             f"{DEFAULT_START_SPREAD!r} ({', '.join(START_SPREADS)}) and disturbances empty")
+                             f"{DEFAULT_START_SPREAD!r} ({', '.join(START_SPREADS)}), drop_spot at {DEFAULT_DROP_SPOT!r} "
+                             f"and disturbances empty")
         env = make_env(task, **kwargs)
+        options = {}
         if self.start_spread != DEFAULT_START_SPREAD:
-            env = StartSpreadWrapper(env, self.start_spread)
+            options["start_spread"] = self.start_spread
+        if self.drop_spot != DEFAULT_DROP_SPOT:
+            options["drop_spot"] = self.drop_spot
+        if options:
+            env = ResetOptionsWrapper(env, options)
         if self.disturbances and self.disturbances.kinds:
             env = DisturbanceWrapper(env, self.disturbances)
         return env

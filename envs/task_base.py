@@ -14,7 +14,7 @@ is part of ``get_state()``.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,13 @@ YAW_RANGE = (-math.pi, math.pi)
 CLEARANCE = 0.025  # gap between footprints, room for the open fingers
 STILL_SPEED = 0.05  # m/s: an object slower than this counts as resting
 SPOT_TOLERANCE = 0.025  # object centre within this of the spot centre
+# Where a reverse variant's white square (the drop spot) lies: ``beside`` the target (the
+# default, at ``spot_distance`` along its heading, so a state-only policy can compute it),
+# or ``anywhere`` on the reachable ring, drawn as a forward variant draws the object to
+# move. Time-reversed, ``anywhere`` episodes start where the forward variant's resets do
+# (the rev2fwd recipe: the easy task puts the object down at a random pose).
+DROP_SPOTS = ("beside", "anywhere")
+DEFAULT_DROP_SPOT = "beside"
 
 
 class _Crowded(Exception):
@@ -96,14 +103,21 @@ class FamilyTask:
         t = self.templates[template_index % len(self.templates)]
         return t.format(move=colours["move"], target=colours["target"])
 
-    def sample_params(self, rng: np.random.Generator, spread: str | StartSpread = WIDE) -> np.ndarray:
+    def sample_params(self, rng: np.random.Generator, spread: str | StartSpread = WIDE,
+                      drop_spot: str = DEFAULT_DROP_SPOT) -> np.ndarray:
         """Sample target, spot, object and distractor poses without overlaps, as widely
-        as ``spread`` says (:mod:`.start_spread`; the default, ``wide``, is the whole ring)."""
+        as ``spread`` says (:mod:`.start_spread`; the default, ``wide``, is the whole ring),
+        the spot where ``drop_spot`` says (``DROP_SPOTS``; ``anywhere``: reverse variants only)."""
         spread = start_spread(spread)
+        if drop_spot not in DROP_SPOTS:
+            raise ValueError(f"unknown drop_spot {drop_spot!r}; valid: {', '.join(DROP_SPOTS)}")
+        if drop_spot != DEFAULT_DROP_SPOT and self.forward:
+            raise ValueError(f"drop_spot {drop_spot!r} is for reverse tasks (the spot is where they put the "
+                             f"object down); a {self.family} forward task's goal is its target")
         nominal = None if spread.is_wide else self.nominal_params()
         for _ in range(200):  # a crowded draw starts over
             try:
-                return self._sample_layout(rng, spread, nominal)
+                return self._sample_layout(rng, spread, nominal, drop_spot == "anywhere")
             except _Crowded:
                 continue
         raise RuntimeError("could not place the objects without overlap")  # pragma: no cover
@@ -115,7 +129,7 @@ class FamilyTask:
         return self._nominal
 
     def _sample_layout(self, rng: np.random.Generator, spread: StartSpread,
-                       nominal: np.ndarray | None) -> np.ndarray:
+                       nominal: np.ndarray | None, spot_anywhere: bool = False) -> np.ndarray:
         placed: list[tuple[float, float, float]] = []  # x, y, footprint
 
         def in_ring(x: float, y: float) -> bool:
@@ -144,18 +158,13 @@ class FamilyTask:
 
         p = np.zeros(N_PARAMS)
         p[3:5] = free_spot(self.target_kind.footprint, 3)
-        # The target's yaw fixes the spot (next to one of its faces); draw
-        # yaws until the spot lies in the reachable ring. Its full range in every
-        # spread: a narrow one would rarely leave the spot reachable.
-        for _ in range(30):
+        if spot_anywhere:  # as a forward variant draws the object to move, at any heading
             p[5] = rng.uniform(*YAW_RANGE)
-            p[9:11] = p[3:5] + self.spot_distance * np.array([math.cos(p[5]), math.sin(p[5])])
-            if in_ring(p[9], p[10]):
-                placed.append((p[9], p[10], self.move_kind.footprint))
-                break
+            p[9:11] = free_spot(self.move_kind.footprint, 0)
+            p[11] = rng.uniform(*ranges(0)[2])
         else:
-            raise _Crowded
-        p[11] = p[5]
+            self._spot_beside_target(p, rng, in_ring)
+            placed.append((p[9], p[10], self.move_kind.footprint))
         if self.forward:
             p[0:2] = free_spot(self.move_kind.footprint, 0)
         else:
@@ -166,6 +175,18 @@ class FamilyTask:
             p[6:8] = free_spot(self.distractor_kind.footprint, 6)
             p[8] = rng.uniform(*ranges(6)[2])
         return p
+
+    def _spot_beside_target(self, p: np.ndarray, rng: np.random.Generator, in_ring: Any) -> None:
+        """The target's yaw fixes the spot (next to one of its faces): draw yaws until the
+        spot lies in the reachable ring. Its full range in every spread: a narrow one would
+        rarely leave the spot reachable."""
+        for _ in range(30):
+            p[5] = rng.uniform(*YAW_RANGE)
+            p[9:11] = p[3:5] + self.spot_distance * np.array([math.cos(p[5]), math.sin(p[5])])
+            if in_ring(p[9], p[10]):
+                p[11] = p[5]
+                return
+        raise _Crowded
 
     def swap_roles(self, params: np.ndarray, colours: dict[str, str]) -> tuple[np.ndarray, dict[str, str]]:
         """The same scene with the object to move exchanged for its look-alike.
