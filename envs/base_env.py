@@ -81,6 +81,9 @@ class TabletopEnv(gym.Env):
         image_size: side of the square images, or (height, width).
         action_mode: "pose" (x, y, z, yaw, gripper) or "joint" (6 joint targets).
         render_mode: None or "rgb_array" (``render()`` returns the front view).
+        drop_spot: reverse variants' white square ``beside`` the target (the default) or
+            ``anywhere`` on the reachable ring, where the object then counts as put down
+            anywhere on the table clear of the target (``DROP_SPOTS`` in :mod:`.task_base`).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": CONTROL_HZ}
@@ -94,7 +97,9 @@ class TabletopEnv(gym.Env):
         image_size: int | tuple[int, int] = 96,
         action_mode: str = "pose",
         render_mode: str | None = None,
+        drop_spot: str = DEFAULT_DROP_SPOT,
     ):
+        task.check_drop_spot(drop_spot)
         if action_mode not in ACTION_MODES:
             raise ValueError(f"unknown action_mode {action_mode!r}; valid modes: {', '.join(ACTION_MODES)}")
         if render_mode not in (None, "rgb_array"):
@@ -111,6 +116,7 @@ class TabletopEnv(gym.Env):
         self.image_hw = (int(h), int(w))
         self.action_mode = action_mode
         self.render_mode = render_mode
+        self.drop_spot = drop_spot
 
         self.model, self.layout = build_scene(task.family)
         self.data = mujoco.MjData(self.model)
@@ -156,8 +162,6 @@ class TabletopEnv(gym.Env):
         ``FamilyTask.swap_roles``); success follows the instruction given.
         ``options={"start_spread": "narrow"}`` keeps the objects near one nominal layout
         (:mod:`.start_spread`); the default, ``"wide"``, is the whole reachable ring.
-        ``options={"drop_spot": "anywhere"}`` (reverse tasks) puts the white square anywhere
-        on that ring instead of beside the target (``DROP_SPOTS`` in :mod:`.task_base`).
         """
         super().reset(seed=seed)
         if options and "state" in options:
@@ -167,8 +171,7 @@ class TabletopEnv(gym.Env):
             raise ValueError(f"swap_roles is only for forward tasks (stack, peg_insert, bin_place); {self.name!r} is a reverse task")
         rng = self.np_random
         spread = (options or {}).get("start_spread", DEFAULT_START_SPREAD)
-        drop_spot = (options or {}).get("drop_spot", DEFAULT_DROP_SPOT)
-        self.params = self.task.sample_params(rng, spread, drop_spot)  # ValueError lists the valid values
+        self.params = self.task.sample_params(rng, spread, self.drop_spot)  # ValueError lists the valid spreads
         names = rng.choice(len(COLOUR_NAMES), size=len(self.layout.roles), replace=False)
         self.colours = {r: COLOUR_NAMES[i] for r, i in zip(self.layout.roles, names)}
         self.template_index = int(rng.integers(len(self.task.templates)))

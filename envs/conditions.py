@@ -4,8 +4,8 @@ An :class:`EnvConditions` is what ``task.start_spread`` and ``task.disturbances`
 config, and, for reverse tasks, where the white square lies (``drop_spot``). :meth:`EnvConditions.make_env`
 builds a task's env under them: the plain env of :func:`~robot_learn.envs.make_env` when
 they are the defaults (``wide``, spot ``beside``, no disturbances), otherwise that env
-wrapped so every reset asks for them (:class:`ResetOptionsWrapper`) and disturbances
-happen (:class:`DisturbanceWrapper`).
+built with that drop spot, and wrapped so every reset asks for the spread
+(:class:`StartSpreadWrapper`) and disturbances happen (:class:`DisturbanceWrapper`).
 """
 
 from __future__ import annotations
@@ -20,16 +20,15 @@ from .start_spread import DEFAULT_START_SPREAD, START_SPREADS, start_spread
 from .task_base import DEFAULT_DROP_SPOT, DROP_SPOTS
 
 
-class ResetOptionsWrapper(gym.Wrapper):
-    """Resets its tabletop env with ``options`` added (``start_spread``: :mod:`.start_spread`;
-    ``drop_spot``: ``DROP_SPOTS`` of :mod:`.task_base`); a reset's own options win."""
+class StartSpreadWrapper(gym.Wrapper):
+    """Resets its tabletop env with ``options={"start_spread": spread}`` (see :mod:`.start_spread`)."""
 
-    def __init__(self, env: gym.Env, options: dict[str, str]) -> None:
+    def __init__(self, env: gym.Env, spread: str) -> None:
         super().__init__(env)
-        self.options = dict(options)
+        self.spread = start_spread(spread).name
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        return self.env.reset(seed=seed, options={**self.options, **(options or {})})
+        return self.env.reset(seed=seed, options={"start_spread": self.spread, **(options or {})})
 
 
 @dataclass(frozen=True)
@@ -78,14 +77,11 @@ class EnvConditions:
                              f"external task {task!r} runs its benchmark's own resets: leave start_spread at "
                              f"{DEFAULT_START_SPREAD!r} ({', '.join(START_SPREADS)}), drop_spot at {DEFAULT_DROP_SPOT!r} "
                              f"and disturbances empty")
-        env = make_env(task, **kwargs)
-        options = {}
-        if self.start_spread != DEFAULT_START_SPREAD:
-            options["start_spread"] = self.start_spread
         if self.drop_spot != DEFAULT_DROP_SPOT:
-            options["drop_spot"] = self.drop_spot
-        if options:
-            env = ResetOptionsWrapper(env, options)
+            kwargs["drop_spot"] = self.drop_spot
+        env = make_env(task, **kwargs)
+        if self.start_spread != DEFAULT_START_SPREAD:
+            env = StartSpreadWrapper(env, self.start_spread)
         if self.disturbances and self.disturbances.kinds:
             env = DisturbanceWrapper(env, self.disturbances)
         return env

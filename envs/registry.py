@@ -9,7 +9,7 @@ import gymnasium as gym
 from .base_env import TabletopEnv
 from .experts import PickPlaceExpert
 from .external import EXTERNAL_NAMES, check_external_task, is_external_task, make_external_env, make_external_expert
-from .task_base import FamilyTask
+from .task_base import DEFAULT_DROP_SPOT, FamilyTask
 from .task_bin import BinTask
 from .task_peg import PegTask
 from .task_stack import StackTask
@@ -78,14 +78,18 @@ def make_env(
     action_mode: str = "pose",
     max_steps: int | None = None,
     render_mode: str | None = None,
+    drop_spot: str = DEFAULT_DROP_SPOT,
 ) -> TabletopEnv:
     """Build the env of task ``name`` (no wrappers; ``max_steps=None`` uses the spec's).
 
     External tasks (``pusht``, ``metaworld/<task>``, ``aloha/<task>``) get their
     adapter; they take their benchmark's own actions, so only ``action_mode="pose"``
-    (the default) is accepted for them.
+    (the default) is accepted for them. ``drop_spot`` (reverse tasks): where their white
+    square lies, ``beside`` the target or ``anywhere`` (``DROP_SPOTS`` of :mod:`.task_base`).
     """
     if is_external_task(name):
+        if drop_spot != DEFAULT_DROP_SPOT:
+            raise ValueError(f"drop_spot is for our reverse tasks; external task {name!r} has none")
         if action_mode != "pose":
             raise ValueError(f"external task {name!r} takes its benchmark's own actions; leave action_mode "
                              f"at its default")
@@ -100,6 +104,7 @@ def make_env(
         image_size=image_size,
         action_mode=action_mode,
         render_mode=render_mode,
+        drop_spot=drop_spot,
     )
 
 

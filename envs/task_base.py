@@ -47,7 +47,9 @@ SPOT_TOLERANCE = 0.025  # object centre within this of the spot centre
 # default, at ``spot_distance`` along its heading, so a state-only policy can compute it),
 # or ``anywhere`` on the reachable ring, drawn as a forward variant draws the object to
 # move. Time-reversed, ``anywhere`` episodes start where the forward variant's resets do
-# (the rev2fwd recipe: the easy task puts the object down at a random pose).
+# (the rev2fwd recipe: the easy task puts the object down at a random pose). Dropping
+# ``anywhere``, the task is done with the object put down anywhere on the table clear of
+# the target: the square is only where the expert aims.
 DROP_SPOTS = ("beside", "anywhere")
 DEFAULT_DROP_SPOT = "beside"
 
@@ -109,11 +111,7 @@ class FamilyTask:
         as ``spread`` says (:mod:`.start_spread`; the default, ``wide``, is the whole ring),
         the spot where ``drop_spot`` says (``DROP_SPOTS``; ``anywhere``: reverse variants only)."""
         spread = start_spread(spread)
-        if drop_spot not in DROP_SPOTS:
-            raise ValueError(f"unknown drop_spot {drop_spot!r}; valid: {', '.join(DROP_SPOTS)}")
-        if drop_spot != DEFAULT_DROP_SPOT and self.forward:
-            raise ValueError(f"drop_spot {drop_spot!r} is for reverse tasks (the spot is where they put the "
-                             f"object down); a {self.family} forward task's goal is its target")
+        self.check_drop_spot(drop_spot)
         nominal = None if spread.is_wide else self.nominal_params()
         for _ in range(200):  # a crowded draw starts over
             try:
@@ -121,6 +119,14 @@ class FamilyTask:
             except _Crowded:
                 continue
         raise RuntimeError("could not place the objects without overlap")  # pragma: no cover
+
+    def check_drop_spot(self, drop_spot: str) -> None:
+        """ValueError unless ``drop_spot`` is one of ``DROP_SPOTS`` and fits this variant."""
+        if drop_spot not in DROP_SPOTS:
+            raise ValueError(f"unknown drop_spot {drop_spot!r}; valid: {', '.join(DROP_SPOTS)}")
+        if drop_spot != DEFAULT_DROP_SPOT and self.forward:
+            raise ValueError(f"drop_spot {drop_spot!r} is for reverse tasks (the spot is where they put the "
+                             f"object down); a {self.family} forward task's goal is its target")
 
     def nominal_params(self) -> np.ndarray:
         """The layout that narrow spreads jitter around: the wide draw of ``NOMINAL_SEED``."""
@@ -248,13 +254,14 @@ class FamilyTask:
         """The object sits where this variant wants it (released or not)."""
         if self.forward:
             return self.in_target(env)
-        # Reverse: standing upright on the spot, not merely knocked off.
+        # Reverse: standing upright on the spot (or, dropping anywhere, on the table clear
+        # of the target), not merely knocked off.
         pos, quat = env.object_pose("move")
-        return bool(
-            pos[2] < self.move_kind.rest_z + 0.005
-            and self.placement_error(env) < SPOT_TOLERANCE
-            and self.tilt(quat) < 0.3
-        )
+        upright_on_table = pos[2] < self.move_kind.rest_z + 0.005 and self.tilt(quat) < 0.3
+        if env.drop_spot == DEFAULT_DROP_SPOT:
+            return bool(upright_on_table and self.placement_error(env) < SPOT_TOLERANCE)
+        clear = self.move_kind.footprint + self.target_kind.footprint
+        return bool(upright_on_table and np.linalg.norm(pos[:2] - env.object_pose("target")[0][:2]) > clear)
 
     def success(self, env: "TabletopEnv") -> bool:
         return self.placed(env) and env.is_released() and env.object_speed("move") < STILL_SPEED

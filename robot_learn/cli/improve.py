@@ -54,15 +54,18 @@ def train_base_policy(cfg: DictConfig, demos: Any, run_dir: Path, train_cfg: Any
 def base_demos(cfg: DictConfig, task: str, method: Any, loop_cfg: Any, run_dir: Path) -> tuple[Any, Any]:
     """(the base policy's data, the expert demos it comes from): the demos of the expert the
     method's recipe names, at ``data.path`` (for another expert's or to-rest demos, that
-    task's own default store unless data.path is set), made into base data by the method."""
-    recipe = method.demo_recipe(task)
+    task's own default store, named for them, unless data.path is set), made into base data
+    by the method."""
+    recipe = method.demo_recipe(loop_cfg, task)
     path = cfg.data.path
     cams, size, spread = cfg.data.cameras, cfg.data.image_size, cfg.data.start_spread
     if (recipe.task != task or recipe.to_rest) and path == demo_store_path(task, cams, size, spread):
         path = demo_store_path(recipe.task, cams, size, spread)
         if recipe.to_rest:
             path = path.removesuffix(".zarr") + "_to_rest.zarr"
-    expert_demos = ensure_demos(cfg, recipe.task, path, to_rest=recipe.to_rest)
+        if recipe.drop_spot != "beside":
+            path = path.removesuffix(".zarr") + f"_drop_{recipe.drop_spot}.zarr"
+    expert_demos = ensure_demos(cfg, recipe.task, path, to_rest=recipe.to_rest, drop_spot=recipe.drop_spot)
     demos = method.base_data(loop_cfg, task, expert_demos, run_dir)
     if demos is not expert_demos:
         print(f"      base data: {demos.num_episodes} {task} episodes from {expert_demos.num_episodes} "

@@ -10,6 +10,7 @@ Reads top to bottom in the order it runs:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -46,10 +47,13 @@ def instantiate_node(node: DictConfig, what: str, **kwargs: Any) -> Any:
         raise CLIError(f"bad {what} config: {cause}") from None
 
 
-def ensure_demos(cfg: DictConfig, task: str, path: str | Path | None = None, to_rest: bool = False) -> Any:
+def ensure_demos(cfg: DictConfig, task: str, path: str | Path | None = None, to_rest: bool = False,
+                 drop_spot: str = "beside") -> Any:
     """Open the demo store at ``path`` (default ``cfg.data.path``), collecting ``task``'s
     expert demos first if it is missing (``to_rest``: episodes go on until the expert is
-    back at rest, for time reversal)."""
+    back at rest, for time reversal; ``drop_spot``: where a reverse task's expert puts the
+    object down)."""
+
     from robot_learn.cli.inspect_store import open_store
     from robot_learn.cli.settings import env_conditions
     from robot_learn.envs.demos import DEFAULT_OBS_KEYS, OPTIONAL_OBS_KEYS, collect_demos, staged_store
@@ -57,6 +61,7 @@ def ensure_demos(cfg: DictConfig, task: str, path: str | Path | None = None, to_
     path = Path(path or cfg.data.path)
     collected = not path.exists()
     conditions = env_conditions(cfg, "data.")  # data.start_spread etc.; absent: the defaults
+    conditions = dataclasses.replace(conditions, drop_spot=drop_spot)
     if collected:
         under = "" if conditions.is_default else f" ({conditions.describe()})"
         print(f"[1/4] no demo store at {path}: collecting {cfg.data.episodes} expert episodes of {task}{under}")

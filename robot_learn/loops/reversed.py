@@ -6,7 +6,9 @@ A's success test only judges. Episodes of B reversed in time are demonstrations 
 success until it is back at rest, ends where A's episodes start.
 
 **Round 0** (the base; :meth:`Reversed.base_data`): B's expert records episodes to
-rest; reversed, they are A's demonstrations (``reversed_demos.zarr``) and the base A
+rest, putting the object down anywhere on the table (``drop_spot: anywhere``, so the
+reversed episodes start across A's start distribution; ``beside`` its target, B's
+default, they do not, and A learns nothing from them: docs/benchmarks.md); reversed, they are A's demonstrations (``reversed_demos.zarr``) and the base A
 policy trains on them.
 
 A round, in order:
@@ -17,7 +19,10 @@ A round, in order:
    kinematically filtered (``filter: kinematic``; :mod:`~robot_learn.loops.kinematic_filter`:
    static frames dropped, slow stretches resampled, gripper events densified;
    ``filter: none`` keeps them whole), plus the reversed base data; windows drawn
-   uniformly over all of it (DAgger-style aggregation).
+   uniformly over all of it (DAgger-style aggregation). ``filter: critic`` instead cuts
+   and thins every training episode, the reversed ones included, with a value model
+   trained on A's rollouts (:mod:`~robot_learn.loops.critic_filter`); ``both`` does
+   the critic's cut, then the kinematic re-timing of A's rollouts.
 3. **Train**: the shared fine-tuning modes (:mod:`robot_learn.loops.finetune`).
 4. **Evaluate** A on held-out seeds, and B's policy (trained once on B's demos, for
    ``easy_train_steps``) on B's: the round reports both, the data added and the filter's yield;
@@ -34,11 +39,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from robot_learn.envs.task_base import DROP_SPOTS
+from robot_learn.loops.critic_filter import CriticFilter
 from robot_learn.loops.kinematic_filter import KinematicFilter
 from robot_learn.loops.round import DemoRecipe, LoopConfig, Method, Part
 from robot_learn.loops.sources import register_source
 
-FILTERS = ("kinematic", "none")
+FILTERS = ("kinematic", "critic", "both", "none")
 SOURCES = ("autonomous", "reversed")  # ``hitl``'s simulated operator is the hard task's expert
 
 
@@ -48,8 +55,10 @@ class ReversedConfig(LoopConfig):
 
     method: str = "reversed"
     sources: Any = field(default_factory=lambda: ["autonomous"])
-    filter: str = "kinematic"          # what A's successful rollouts go through: kinematic | none
+    drop_spot: str = "anywhere"        # where B's expert puts the object down: anywhere | beside (the target)
+    filter: str = "kinematic"          # what the training episodes go through: kinematic | critic | both | none
     kinematic: Any = field(default_factory=KinematicFilter)  # its settings (a mapping from YAML)
+    critic: Any = field(default_factory=CriticFilter)        # the critic filter's (a mapping from YAML)
     easy_train_steps: int = 500        # B's policy (for B's success); 0: none
     cycles: int = 5                    # reset-free A -> B -> A ... cycles per round (need B's policy); 0: none
     cycle_legs: int = 10               # legs per cycle at most (it stops at the first failure)
@@ -60,17 +69,26 @@ class ReversedConfig(LoopConfig):
         if refused:
             raise ValueError(f"loop reversed cannot collect from {refused}: only the easy task has an expert, "
                              f"and the hard task's makes no training data; valid sources: {', '.join(SOURCES)}")
+        if self.drop_spot not in DROP_SPOTS:
+            raise ValueError(f"unknown drop_spot '{self.drop_spot}'; valid: {', '.join(DROP_SPOTS)}")
         if self.filter not in FILTERS:
             raise ValueError(f"unknown filter '{self.filter}'; valid filters: {', '.join(FILTERS)}")
-        if isinstance(self.kinematic, Mapping):
-            names = [f.name for f in dataclasses.fields(KinematicFilter)]
-            unknown = sorted(set(self.kinematic) - set(names))
-            if unknown:
-                raise ValueError(f"unknown kinematic filter settings {unknown}; valid: {', '.join(names)}")
-            self.kinematic = KinematicFilter(**self.kinematic)
+        self.kinematic = _settings(self.kinematic, KinematicFilter, "kinematic")
+        self.critic = _settings(self.critic, CriticFilter, "critic")
         for name in ("easy_train_steps", "cycles", "cycle_legs"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+
+
+def _settings(value: Any, kind: type, name: str) -> Any:
+    """A filter's settings from a YAML mapping (ValueError listing the valid keys), or as given."""
+    if not isinstance(value, Mapping):
+        return value
+    names = [f.name for f in dataclasses.fields(kind)]
+    unknown = sorted(set(value) - set(names))
+    if unknown:
+        raise ValueError(f"unknown {name} filter settings {unknown}; valid: {', '.join(names)}")
+    return kind(**value)
 
 
 class Reversed(Method):
@@ -79,13 +97,18 @@ class Reversed(Method):
     name = "reversed"
     config_class = ReversedConfig
 
+    def __init__(self, ctx: Any, cfg: ReversedConfig) -> None:
+        super().__init__(ctx, cfg)
+        ctx.reversal = cfg  # where source ``reversed``'s expert puts the object down
+
     # ----- 0. the base: B's demos, reversed --------------------------------------------
     @classmethod
-    def demo_recipe(cls, task: str) -> DemoRecipe:
-        """B's expert, its episodes recorded to rest (ValueError listing the pairs for an A without a B)."""
+    def demo_recipe(cls, cfg: LoopConfig, task: str) -> DemoRecipe:
+        """B's expert, its episodes recorded to rest, the object put down where ``drop_spot``
+        says (ValueError listing the pairs for an A without a B)."""
         from robot_learn.envs import easy_task_of
 
-        return DemoRecipe(easy_task_of(task), to_rest=True)
+        return DemoRecipe(easy_task_of(task), to_rest=True, drop_spot=cfg.drop_spot)
 
     @classmethod
     def base_data(cls, cfg: LoopConfig, task: str, expert_demos: Any, run_dir: Path) -> Any:
@@ -97,26 +120,74 @@ class Reversed(Method):
         cfg, demos = self.cfg, self.ctx.demos
         out = self.derived_store(round_dir)
         self.filter_numbers = {"filter": cfg.filter, "episodes": 0, "successes": 0, "frames_in": 0, "frames_out": 0}
+        critic = self.round_critic(r, collected, round_dir) if cfg.filter in ("critic", "both") else None
         this_round = set(map(int, collected.view(round=r, task=self.ctx.task).episodes))
         for e in map(int, self.so_far(collected, r).view(success=True).episodes):
             episode = collected.episode(e)
             steps, meta = {k: episode["steps"][k] for k in demos.store.keys}, episode["meta"]
-            if meta["source"] != "reversed":  # A's own rollout: through the filter
-                kept = (cfg.kinematic.apply(steps, where=f"episode {e} of {collected.path}")
-                        if cfg.filter == "kinematic" else steps)
-                if e in this_round:
-                    self.filter_numbers["frames_in"] += len(steps["action"])
-                    self.filter_numbers["frames_out"] += len(kept["action"])
-                steps = kept
-            out.append_episode(steps, {k: v for k, v in meta.items() if k != "created"})
+            own = meta["source"] != "reversed"  # A's own rollout: through the whole filter
+            kept = self.filtered(steps, critic, own, where=f"episode {e} of {collected.path}")
+            if own and e in this_round:
+                self.filter_numbers["frames_in"] += len(steps["action"])
+                self.filter_numbers["frames_out"] += len(kept["action"])
+            out.append_episode(kept, {k: v for k, v in meta.items() if k != "created"})
         rollouts = collected.view(round=r, task=self.ctx.task, source=["rollout", "intervention"])
         self.filter_numbers["episodes"] = rollouts.num_episodes
         self.filter_numbers["successes"] = rollouts.view(success=True).num_episodes
-        parts = {"base": Part(demos, demos.num_frames)}
+        base = demos if critic is None else self.cut_base(critic, round_dir)
+        parts = {"base": Part(base, base.num_frames)}
         if out.num_episodes:
             view = out.view()
             parts["collected"] = Part(view, view.num_frames)
         return parts
+
+    def filtered(self, steps: dict, critic: Any, own: bool, where: str) -> dict:
+        """An episode through the round's filter: the critic (when on) cuts and thins every
+        episode; the kinematic filter (when on) re-times A's own rollouts only."""
+        from robot_learn.loops.critic_filter import apply_critic
+
+        if critic is not None:
+            steps = apply_critic(critic, steps, where=where)
+        if own and self.cfg.filter in ("kinematic", "both"):
+            steps = self.cfg.kinematic.apply(steps, where=where)
+        return steps
+
+    def round_critic(self, r: int, collected: Any, round_dir: Path) -> Any:
+        """The value model of the critic filter: the one saved at ``critic.path``, or one
+        trained on A's own rollouts of rounds 1..r (successes and failures), saved in
+        ``round_dir/critic``."""
+        from robot_learn.loops.critic_filter import load_critic, train_critic
+
+        if self.cfg.critic.path:  # ValueError when it judges another task
+            return load_critic(self.cfg.critic.path, self.ctx.task)
+        rollouts = self.so_far(collected, r).view(source=["rollout", "intervention"])
+        if not rollouts.num_episodes:
+            raise ValueError(f"filter {self.cfg.filter} trains its critic on {self.ctx.task}'s own rollouts, and "
+                             f"round {r} has none: add source autonomous")
+        episodes = [({k: collected.episode(int(e))["steps"][k] for k in (*self.cfg.critic.obs_keys, "action")},
+                     bool(ok)) for e, ok in zip(rollouts.episodes, rollouts.meta["success"])]
+        critic = train_critic(self.ctx.task, episodes, self.cfg.critic, seed=r)
+        critic.save(round_dir / "critic")
+        return critic
+
+    def cut_base(self, critic: Any, round_dir: Path) -> Any:
+        """The reversed base demonstrations cut and thinned by the critic (``round_dir/base.zarr``)."""
+        import shutil
+
+        from robot_learn.data import EpisodeStore
+
+        demos, path = self.ctx.demos, round_dir / "base.zarr"
+        if path.exists():
+            shutil.rmtree(path)
+        with EpisodeStore.create(path) as store:
+            for e in map(int, demos.episodes):
+                episode = demos.store.episode(e)
+                steps = {k: episode["steps"][k] for k in demos.store.keys}
+                store.append_episode(self.filtered(steps, critic, False, f"episode {e} of {demos.store.path}"),
+                                     {k: v for k, v in episode["meta"].items() if k != "created"})
+        base = EpisodeStore.open(path).view()
+        self.filter_numbers["base_frames_in"], self.filter_numbers["base_frames_out"] = demos.num_frames, base.num_frames
+        return base
 
     # ----- 4. evaluate -----------------------------------------------------------------
     def evaluate(self, r: int, policy_dir: Path, collected: Any, frames: dict[str, int]) -> dict[str, Any]:
@@ -152,12 +223,19 @@ class Reversed(Method):
         cameras, size = policy_cameras(policies[ctx.task])
 
         def env_of(task: str) -> Any:
-            return make_env(task, cameras=cameras, image_size=size or 96, max_steps=ctx.max_steps)
+            drop = {} if task == ctx.task else {"drop_spot": cfg.drop_spot}  # B's success: where it drops
+            return make_env(task, cameras=cameras, image_size=size or 96, max_steps=ctx.max_steps, **drop)
 
         return summarize([reset_free_cycles(ctx.task, {t: PolicyLeg(p, seed=cfg.eval_seed + i)
                                                        for t, p in policies.items()},
                                             cfg.cycle_legs, cfg.eval_seed + i, ctx.max_steps, make_env=env_of)
                           for i in range(cfg.cycles)])
+
+    def easy_conditions(self) -> Any:
+        """The rounds' conditions, with B's drop spot: where B's episodes run."""
+        from robot_learn.envs.conditions import DEFAULT_CONDITIONS
+
+        return dataclasses.replace(self.ctx.conditions or DEFAULT_CONDITIONS, drop_spot=self.cfg.drop_spot)
 
     def easy_numbers(self) -> dict[str, Any]:
         """B's policy, trained once on B's demos for ``easy_train_steps`` (A's base policy
@@ -187,7 +265,8 @@ class Reversed(Method):
                                         steps=cfg.easy_train_steps)
         policy_dir = Path(Trainer(policy, sampler, train_cfg).fit()["final_policy_dir"])
         s = evaluate(load_policy(policy_dir), easy, episodes=cfg.eval_episodes, seed=cfg.eval_seed,
-                     workers=cfg.eval_workers, videos=0, max_steps=ctx.max_steps, vectorization="sync").summary
+                     workers=cfg.eval_workers, videos=0, max_steps=ctx.max_steps, vectorization="sync",
+                     conditions=self.easy_conditions()).summary
         numbers = {"easy_task": easy, "easy_success_rate": s.success_rate, "easy_ci_low": s.ci_low,
                    "easy_ci_high": s.ci_high, "easy_eval_episodes": s.episodes, "easy_policy_dir": str(policy_dir)}
         cache.write_text(json.dumps(numbers, indent=2))
@@ -217,7 +296,8 @@ def reversed_store(expert_demos: Any, path: Path) -> Any:
 
 # ----- source ``reversed``: fresh B episodes, reversed, as A demonstrations ----------------
 def collect_reversed(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, episodes: int, seed: int) -> None:
-    """B's expert records ``episodes`` episodes to rest (seeds ``seed + i``) with the
+    """B's expert records ``episodes`` episodes to rest (seeds ``seed + i``; the object put
+    down where ``ctx.reversal.drop_spot`` says, default anywhere) with the
     cameras and observation keys the robot has (those of ``store`` once begun); each
     success is committed reversed (:func:`robot_learn.envs.reverse_recorded`) as an A
     demonstration of round ``r``. A rerun skips the seeds already committed."""
@@ -236,7 +316,8 @@ def collect_reversed(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, 
     done = set()
     if store.num_episodes:
         done = {int(s) for s in store.view(round=r, task=ctx.task, source="reversed").meta["seed"]}
-    env = make_env(easy, cameras=tuple(cameras), image_size=size, max_steps=ctx.max_steps)
+    drop_spot = getattr(ctx.reversal, "drop_spot", "anywhere")
+    env = make_env(easy, cameras=tuple(cameras), image_size=size, max_steps=ctx.max_steps, drop_spot=drop_spot)
     try:
         for s in range(seed, seed + episodes):
             if s in done:

@@ -81,15 +81,19 @@ class LoopContext:
                                                 # robots of ``make_robot`` should run under the same
     imagination: Any = None                     # loop=world_model's settings: where source
                                                 # ``imagined`` rolls out (robot_learn.loops.world_model)
+    reversal: Any = None                        # loop=reversed's settings: where source ``reversed``'s
+                                                # easy-task expert puts the object down
 
 
 @dataclass(frozen=True)
 class DemoRecipe:
-    """Which task's expert records the base demonstrations, and whether its episodes
-    go on past success until the expert is back at rest (episodes to be time-reversed)."""
+    """Which task's expert records the base demonstrations, whether its episodes go on
+    past success until the expert is back at rest (episodes to be time-reversed), and
+    (reverse tasks) where it puts the object down (``drop_spot``: beside | anywhere)."""
 
     task: str
     to_rest: bool = False
+    drop_spot: str = "beside"
 
 
 @dataclass
@@ -114,7 +118,7 @@ class Method:
 
     # ----- 0. the base data (before the rounds; the caller trains the base policy on it) -----
     @classmethod
-    def demo_recipe(cls, task: str) -> DemoRecipe:
+    def demo_recipe(cls, cfg: LoopConfig, task: str) -> DemoRecipe:
         """Whose expert records the base demos: the task's own."""
         return DemoRecipe(task)
 

@@ -65,13 +65,16 @@ def test_bad_round_conditions_are_one_line_errors_naming_the_key(user_error):
 
 
 def test_reversed_loop_learns_stack_from_reversed_unstack_episodes_only(run_cli, tmp_path):
-    out = run_cli("improve", "loop=reversed", "rounds=1", *TINY, "loop.easy_train_steps=4",
+    # 70 steps: the unstack expert puts the cube down anywhere on the table, farther than beside it.
+    tiny = [o for o in TINY if not o.startswith("task.max_steps=")] + ["task.max_steps=70"]
+    out = run_cli("improve", "loop=reversed", "rounds=1", *tiny, "loop.easy_train_steps=4",
                   "loop.sources=[autonomous,reversed]", "loop.cycles=1", "loop.cycle_legs=2", "base_eval=false", timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     from robot_learn.data import EpisodeStore
 
-    # Only the easy task's expert recorded anything: no stack demo store was made or read.
-    assert [p.name for p in (tmp_path / "data").iterdir()] == ["unstack_demos_to_rest.zarr"]
+    # Only the easy task's expert recorded anything (the cube put down anywhere, the default):
+    # no stack demo store was made or read.
+    assert [p.name for p in (tmp_path / "data").iterdir()] == ["unstack_demos_to_rest_drop_anywhere.zarr"]
     run = tmp_path / "outputs/improve/stack_reversed"
     base = EpisodeStore.open(run / "reversed_demos.zarr")
     assert set(base.meta["task"]) == {"stack"} and set(base.meta["source"]) == {"reversed"}
@@ -96,6 +99,8 @@ def test_reversed_loop_refuses_a_task_without_an_easy_reverse_and_hard_task_sour
            "unstack -> stack, peg_remove -> peg_insert, bin_take -> bin_place" in line
     line = user_error("improve", "loop=reversed", "loop.sources=[hitl]", *TINY)
     assert "loop reversed cannot collect from ['hitl']" in line and "valid sources: autonomous, reversed" in line
+    line = user_error("improve", "loop=reversed", "loop.drop_spot=far", *TINY)
+    assert "unknown drop_spot 'far'; valid: beside, anywhere" in line
 
 
 def test_unknown_loop_method_is_a_clear_error(user_error):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from robot_learn.envs import make_env
-from robot_learn.envs.conditions import EnvConditions, ResetOptionsWrapper
+from robot_learn.envs.conditions import EnvConditions, StartSpreadWrapper
 from robot_learn.envs.disturbances import DisturbanceWrapper
 
 
@@ -17,7 +17,7 @@ def test_default_conditions_build_the_plain_env():
 def test_conditions_wrap_the_env_and_every_reset_uses_the_spread():
     conditions = EnvConditions.of("narrow", ["nudge", "slip"], disturbance_probability=0.5, disturbance_seed=3)
     env = conditions.make_env("bin_place", cameras=())
-    assert isinstance(env, DisturbanceWrapper) and isinstance(env.env, ResetOptionsWrapper)
+    assert isinstance(env, DisturbanceWrapper) and isinstance(env.env, StartSpreadWrapper)
     assert conditions.describe() == "narrow + nudge p=0.5, slip p=0.5"
     narrow, plain = make_env("bin_place", cameras=()), make_env("bin_place", cameras=())
     for seed in (0, 1):
