@@ -4,7 +4,8 @@ own expert demos, and how well the easy task's ends cover the hard task's starts
 1. ``--demos`` expert episodes of the easy task (e.g. ``bin_take``), recorded to rest with
    the white square ``--drop-spot`` (``anywhere`` on the table, the rev2fwd recipe, or
    ``beside`` the target, the easy task's default), reversed into demonstrations of the
-   hard task (``bin_place``).
+   hard task (``bin_place``); with ``--trim-after-release N``, each ends N rows after its
+   final release instead of back at rest.
 2. For comparison only: ``--demos`` expert demos of the hard task itself, the same count.
 3. ``robot-learn train`` of the state preset on each (``--steps``, ``--threads`` each; the two
    arms run side by side, so they share the machine alike), evaluated on the same
@@ -51,15 +52,17 @@ def coverage(name: str, starts: np.ndarray, evals: np.ndarray | None) -> None:
     print(f"| {name} | {np.median(np.linalg.norm(offset, axis=1)):.3f} | {offset[:, 1].std():.3f} {near}")
 
 
-def demo_stores(easy: str, hard: str, demos: int, drop_spot: str, out: Path) -> dict[str, Path]:
+def demo_stores(easy: str, hard: str, demos: int, drop_spot: str, trim: int | None, out: Path) -> dict[str, Path]:
     """The store of each arm, collected when missing (the reversed one from the easy task's to-rest episodes)."""
-    stores = {"reversed": out / f"{hard}_reversed_{drop_spot}.zarr", "forward": out / f"{hard}_forward.zarr"}
+    name = f"{hard}_reversed_{drop_spot}" + ("" if trim is None else f"_trim{trim}")
+    stores = {"reversed": out / f"{name}.zarr", "forward": out / f"{hard}_forward.zarr"}
     if not stores["reversed"].exists():
         easy_path = out / f"{easy}_to_rest_{drop_spot}.zarr"
-        collect_demos(easy, demos, easy_path, cameras=(), to_rest=True, progress_bar=False,
-                      conditions=EnvConditions(drop_spot=drop_spot))
+        if not easy_path.exists():
+            collect_demos(easy, demos, easy_path, cameras=(), to_rest=True, progress_bar=False,
+                          conditions=EnvConditions(drop_spot=drop_spot))
         source = EpisodeStore.open(easy_path)
-        written = reverse_into(EpisodeStore.create(stores["reversed"]), source, range(source.num_episodes))
+        written = reverse_into(EpisodeStore.create(stores["reversed"]), source, range(source.num_episodes), trim=trim)
         print(f"{written} {easy} episodes (drop spot {drop_spot}) reversed into {stores['reversed']}")
     if not stores["forward"].exists():
         collect_demos(hard, demos, stores["forward"], cameras=(), progress_bar=False)
@@ -92,6 +95,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--easy", default="bin_take")
     parser.add_argument("--drop-spot", default="anywhere", choices=DROP_SPOTS)
+    parser.add_argument("--trim-after-release", type=int, default=None, metavar="N",
+                        help="end each reversed episode N rows after its final release (default: whole, to rest)")
     parser.add_argument("--demos", type=int, default=100)
     parser.add_argument("--steps", type=int, default=4000)
     parser.add_argument("--threads", type=int, default=1, help="torch threads of each arm (two arms run at once)")
@@ -101,7 +106,7 @@ def main() -> int:
     hard = forward_task_of(args.easy)  # ValueError listing the pairs
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stores = demo_stores(args.easy, hard, args.demos, args.drop_spot, out)
+    stores = demo_stores(args.easy, hard, args.demos, args.drop_spot, args.trim_after_release, out)
     rows = train_arms(hard, stores, args, out)
 
     print(f"\n{hard} from {args.demos} demos, {args.steps} steps ({args.eval_episodes} held-out seeds):")
@@ -109,7 +114,8 @@ def main() -> int:
     print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
     for arm, r in rows.items():
         store = EpisodeStore.open(stores[arm])
-        name = f"{args.easy} (drop {args.drop_spot}), reversed" if arm == "reversed" else f"{hard} expert"
+        trimmed = "" if args.trim_after_release is None else f", trimmed {args.trim_after_release} after release"
+        name = f"{args.easy} (drop {args.drop_spot}), reversed{trimmed}" if arm == "reversed" else f"{hard} expert"
         print(f"| {name} | {store.num_episodes} | {store.num_frames} | {r['success_rate']:.0%} "
               f"({r['successes']}/{r['episodes']}) [{r['ci_low']:.1%}, {r['ci_high']:.1%}] | "
               f"{r['mean_progress']:.3f} | {r['train_s']:.0f} | {r['eval_s']:.0f} |")

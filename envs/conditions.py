@@ -47,11 +47,13 @@ class EnvConditions:
 
     @classmethod
     def of(cls, start_spread: str = DEFAULT_START_SPREAD, disturbances: Sequence[str] = (),
-           disturbance_probability: float = 1.0, disturbance_seed: int = 0) -> "EnvConditions":
+           disturbance_probability: float = 1.0, disturbance_seed: int = 0,
+           drop_spot: str = DEFAULT_DROP_SPOT) -> "EnvConditions":
         """From config values: a spread name, a list of disturbance kinds sharing one
-        probability per episode, and the disturbances' seed."""
+        probability per episode, the disturbances' seed and a reverse task's drop spot."""
         kinds = list(disturbances or [])
-        return cls(start_spread, Disturbances.of(kinds, disturbance_probability, disturbance_seed) if kinds else None)
+        return cls(start_spread, Disturbances.of(kinds, disturbance_probability, disturbance_seed) if kinds else None,
+                   drop_spot)
 
     @property
     def is_default(self) -> bool:

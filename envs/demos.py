@@ -125,9 +125,14 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     path = Path(path)
-    store = EpisodeStore.open_or_create(path, wait=wait)
+    # The env first: settings it refuses (e.g. a drop spot for a forward task) create no store.
     env = (conditions.make_env if conditions is not None else make_env)(
         task, cameras=tuple(cameras), image_size=image_size, max_steps=max_steps)
+    try:
+        store = EpisodeStore.open_or_create(path, wait=wait)
+    except BaseException:
+        env.close()
+        raise
     successes = stored = 0
     bar = tqdm(range(episodes), desc=f"collect {task}", unit="ep", disable=not progress_bar)
     try:

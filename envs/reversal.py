@@ -195,11 +195,27 @@ def reverse_recorded(steps: Mapping[str, np.ndarray], meta: Mapping[str, Any], w
                                          "source": "reversed"}
 
 
-def reverse_into(out: Any, store: Any, episodes: Any, keys: Any = None) -> int:
+def trim_after_release(steps: Mapping[str, np.ndarray], keep: int | None) -> dict[str, np.ndarray]:
+    """``steps`` ending ``keep`` rows after the final release (the gripper command falling
+    below 0.5), as a reversed easy episode should: what follows is the easy expert's
+    approach, reversed into a return to rest after the hard task is done. ``None``, or an
+    episode that never releases: unchanged. ValueError for a negative ``keep``."""
+    if keep is None:
+        return dict(steps)
+    if keep < 0:
+        raise ValueError(f"trim_after_release must be >= 0 rows, got {keep}")
+    closed = np.asarray(steps["action"])[:, GRIPPER] > 0.5
+    releases = np.flatnonzero(closed[:-1] & ~closed[1:]) + 1
+    end = min(len(closed), int(releases[-1]) + keep) if len(releases) else len(closed)
+    return {k: np.asarray(v)[:end] for k, v in steps.items()}
+
+
+def reverse_into(out: Any, store: Any, episodes: Any, keys: Any = None, trim: int | None = None) -> int:
     """Append each successful episode of ``store`` in ``episodes`` to the store ``out``,
-    reversed (:func:`reverse_recorded`); a failed easy episode does not end at the hard
-    task's goal and is skipped. ``keys``: the per-step keys to write (default: all of
-    ``store``'s). Returns the number written."""
+    reversed (:func:`reverse_recorded`) and, with ``trim``, ended ``trim`` rows after
+    its final release (:func:`trim_after_release`); a failed easy episode does not end at
+    the hard task's goal and is skipped. ``keys``: the per-step keys to write (default:
+    all of ``store``'s). Returns the number written."""
     keys = tuple(keys or store.keys)
     written = 0
     for e in map(int, episodes):
@@ -208,7 +224,7 @@ def reverse_into(out: Any, store: Any, episodes: Any, keys: Any = None) -> int:
         episode = store.episode(e)
         steps, meta = reverse_recorded({k: episode["steps"][k] for k in keys}, episode["meta"],
                                        where=f"episode {e} of {getattr(store, 'path', 'the store')}")
-        out.append_episode(steps, meta)
+        out.append_episode(trim_after_release(steps, trim), meta)
         written += 1
     return written
 

@@ -72,9 +72,10 @@ class EvalSettings:
 
 
 def env_conditions(cfg: DictConfig, prefix: str = "") -> Any:
-    """The start spread and disturbances an evaluation or a collection runs under (keys ``start_spread``,
-    ``disturbances``, ``disturbance_probability``, ``disturbance_seed`` under ``prefix``;
-    absent keys take the defaults: ``wide``, none). CLIError naming the key otherwise."""
+    """The start spread, disturbances and drop spot an evaluation or a collection runs under (keys
+    ``start_spread``, ``disturbances``, ``disturbance_probability``, ``disturbance_seed``, ``drop_spot``
+    under ``prefix``; absent keys take the defaults: ``wide``, none, ``beside``). CLIError naming the
+    key otherwise."""
     from robot_learn.envs.conditions import EnvConditions
 
     spread = OmegaConf.select(cfg, f"{prefix}start_spread", default="wide")
@@ -89,10 +90,11 @@ def env_conditions(cfg: DictConfig, prefix: str = "") -> Any:
         raise CLIError(f"{prefix}disturbance_probability must be <= 1, got {probability:g}")
     seed = (setting(cfg, f"{prefix}disturbance_seed", int, minimum=0)
             if OmegaConf.select(cfg, f"{prefix}disturbance_seed") is not None else 0)
+    drop_spot = OmegaConf.select(cfg, f"{prefix}drop_spot", default="beside")
     try:
-        return EnvConditions.of(str(spread), [str(k) for k in kinds], probability, seed)
+        return EnvConditions.of(str(spread), [str(k) for k in kinds], probability, seed, str(drop_spot))
     except ValueError as err:
-        key = "start_spread" if "start_spread" in str(err) else "disturbances"
+        key = next((k for k in ("start_spread", "drop_spot") if k in str(err)), "disturbances")
         raise CLIError(f"{prefix}{key}: {err}") from None
 
 

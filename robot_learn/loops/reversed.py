@@ -8,7 +8,9 @@ success until it is back at rest, ends where A's episodes start.
 **Round 0** (the base; :meth:`Reversed.base_data`): B's expert records episodes to
 rest, putting the object down anywhere on the table (``drop_spot: anywhere``, so the
 reversed episodes start across A's start distribution; ``beside`` its target, B's
-default, they do not, and A learns nothing from them: docs/benchmarks.md); reversed, they are A's demonstrations (``reversed_demos.zarr``) and the base A
+default, they do not, and A learns nothing from them: docs/benchmarks.md); reversed
+(with ``trim_after_release: N``, each ends N rows after its final release, without the
+return to rest that follows A's success), they are A's demonstrations (``reversed_demos.zarr``) and the base A
 policy trains on them.
 
 A round, in order:
@@ -56,6 +58,7 @@ class ReversedConfig(LoopConfig):
     method: str = "reversed"
     sources: Any = field(default_factory=lambda: ["autonomous"])
     drop_spot: str = "anywhere"        # where B's expert puts the object down: anywhere | beside (the target)
+    trim_after_release: int | None = None  # reversed episodes end this many rows after their final release
     filter: str = "kinematic"          # what the training episodes go through: kinematic | critic | both | none
     kinematic: Any = field(default_factory=KinematicFilter)  # its settings (a mapping from YAML)
     critic: Any = field(default_factory=CriticFilter)        # the critic filter's (a mapping from YAML)
@@ -69,6 +72,9 @@ class ReversedConfig(LoopConfig):
         if refused:
             raise ValueError(f"loop reversed cannot collect from {refused}: only the easy task has an expert, "
                              f"and the hard task's makes no training data; valid sources: {', '.join(SOURCES)}")
+        if self.trim_after_release is not None and self.trim_after_release < 0:
+            raise ValueError(f"trim_after_release must be >= 0 rows (or null: whole episodes), got "
+                             f"{self.trim_after_release}")
         if self.drop_spot not in DROP_SPOTS:
             raise ValueError(f"unknown drop_spot '{self.drop_spot}'; valid: {', '.join(DROP_SPOTS)}")
         if self.filter not in FILTERS:
@@ -112,8 +118,11 @@ class Reversed(Method):
 
     @classmethod
     def base_data(cls, cfg: LoopConfig, task: str, expert_demos: Any, run_dir: Path) -> Any:
-        """B's demos reversed into ``run_dir/reversed_demos.zarr`` (rebuilt when B's demos changed)."""
-        return reversed_store(expert_demos, Path(run_dir) / "reversed_demos.zarr").view(task=task)
+        """B's demos reversed into ``run_dir/reversed_demos.zarr`` (``reversed_demos_trim<N>.zarr``
+        with ``trim_after_release``; rebuilt when B's demos changed)."""
+        trim = cfg.trim_after_release
+        name = "reversed_demos.zarr" if trim is None else f"reversed_demos_trim{trim}.zarr"
+        return reversed_store(expert_demos, Path(run_dir) / name, trim).view(task=task)
 
     # ----- 2. curate -------------------------------------------------------------------
     def curate(self, r: int, collected: Any, policy: Any, round_dir: Path) -> dict[str, Part]:
@@ -273,9 +282,10 @@ class Reversed(Method):
         return numbers
 
 
-def reversed_store(expert_demos: Any, path: Path) -> Any:
-    """The store at ``path`` holding ``expert_demos``' successful episodes reversed; rebuilt
-    unless it was made from the same episodes (their seeds, in order)."""
+def reversed_store(expert_demos: Any, path: Path, trim: int | None = None) -> Any:
+    """The store at ``path`` holding ``expert_demos``' successful episodes reversed (and
+    trimmed ``trim`` rows after their final release); rebuilt unless it was made from the
+    same episodes (their seeds, in order)."""
     import shutil
 
     from robot_learn.data import EpisodeStore
@@ -290,7 +300,7 @@ def reversed_store(expert_demos: Any, path: Path) -> Any:
         made.close()
         shutil.rmtree(path)
     with EpisodeStore.create(path) as out:
-        reverse_into(out, store, expert_demos.episodes)
+        reverse_into(out, store, expert_demos.episodes, trim=trim)
     return EpisodeStore.open(path)
 
 
@@ -303,6 +313,7 @@ def collect_reversed(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, 
     demonstration of round ``r``. A rerun skips the seeds already committed."""
     from robot_learn.envs import easy_task_of, make_env, make_expert, reverse_recorded
     from robot_learn.envs.demos import record_demo_episode
+    from robot_learn.envs.reversal import trim_after_release
 
     easy = easy_task_of(ctx.task)
     robot = ctx.make_robot()
@@ -327,7 +338,8 @@ def collect_reversed(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, 
             if meta["success"]:
                 steps, meta = reverse_recorded(steps, {**meta, "task": easy, "source": "demo", "round": r},
                                                where=f"{easy} episode of seed {s}")
-                store.append_episode(steps, meta)
+                store.append_episode(trim_after_release(steps, getattr(ctx.reversal, "trim_after_release", None)),
+                                     meta)
     finally:
         env.close()
 

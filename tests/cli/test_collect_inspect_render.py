@@ -97,6 +97,31 @@ def test_collect_drops_failures_unless_asked_to_keep_them(run_cli, tmp_path):
     assert store.num_frames == 6
 
 
+def test_collect_records_easy_episodes_to_reverse_with_the_object_put_down_anywhere(run_cli, tmp_path):
+    out = run_cli("collect", "task=bin_take", "episodes=2", "out=take.zarr", "cameras=[]", "drop_spot=anywhere",
+                  "to_rest=true")
+    assert out.returncode == 0, out.stderr
+    store = EpisodeStore.open(tmp_path / "take.zarr")
+    assert store.num_episodes == 2 and store.meta["success"].all()
+    from robot_learn.envs import make_env
+
+    env, beside = make_env("bin_take", cameras=(), drop_spot="anywhere"), make_env("bin_take", cameras=())
+    for e in range(2):
+        steps = store.episode(e)["steps"]
+        env.reset(seed=e)
+        # Where the cube was put down (before the return to rest): the square drawn anywhere ...
+        assert np.linalg.norm(steps["env_state"][-1, 0:2] - env.params[9:11]) < 0.025
+        # ... and back at rest: the arm ends where it started.
+        np.testing.assert_allclose(steps["state"][-1, 6:9], steps["state"][0, 6:9], atol=0.01)
+        beside.reset(seed=e)
+        assert np.linalg.norm(env.params[9:11] - beside.params[9:11]) > 0.01
+    out = run_cli("collect", "task=bin_place", "episodes=1", "out=place.zarr", "cameras=[]", "drop_spot=anywhere")
+    assert out.returncode == 2 and "drop_spot 'anywhere' is for reverse tasks" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "place.zarr").exists()
+    out = run_cli("collect", "task=bin_take", "episodes=1", "out=far.zarr", "cameras=[]", "drop_spot=far")
+    assert out.returncode == 2 and "drop_spot: unknown drop_spot 'far'; valid: beside, anywhere" in out.stderr
+
+
 def test_collect_records_the_object_slots_on_request_and_names_bad_keys(tmp_path):
     from robot_learn.envs.demos import collect_demos
     from robot_learn.data import EpisodeStore

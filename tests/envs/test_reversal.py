@@ -144,8 +144,9 @@ def test_episodes_to_rest_end_back_at_the_start_pose():
     np.testing.assert_allclose(final["state"][6:10], recorder.steps()["state"][0, 6:10], atol=0.006)
 
 
-@pytest.mark.parametrize("easy", ["unstack", "peg_remove", "bin_take"])
-def test_stored_easy_episodes_reversed_into_a_store_solve_the_hard_task(tmp_path, easy):
+@pytest.mark.parametrize("easy, trim", [("unstack", None), ("peg_remove", None), ("bin_take", None),
+                                         ("peg_remove", 4)])
+def test_stored_easy_episodes_reversed_into_a_store_solve_the_hard_task(tmp_path, easy, trim):
     hard = forward_task_of(easy)
     env, forward = make_env(easy, cameras=()), make_env(hard, cameras=())
     finals = []
@@ -157,8 +158,13 @@ def test_stored_easy_episodes_reversed_into_a_store_solve_the_hard_task(tmp_path
             recorder.commit(store, {"task": easy, "instruction": obs["instruction"], "seed": seed,
                                     "success": bool(infos[-1]["success"]), "source": "demo"})
         with EpisodeStore.create(tmp_path / "hard.zarr") as out:
-            assert reverse_into(out, store, store.view().episodes) == 2
+            assert reverse_into(out, store, store.view().episodes, trim=trim) == 2
     out = EpisodeStore.open(tmp_path / "hard.zarr")
+    if trim is not None:  # trimmed: the return to rest is gone, the release kept
+        for e in range(2):
+            closed = out.episode(e)["steps"]["action"][:, 4] > 0.5
+            release = int(np.flatnonzero(closed[:-1] & ~closed[1:])[-1]) + 1
+            assert len(closed) == release + trim < store.episode(e)["steps"]["action"].shape[0] - 5
     assert list(out.meta["task"]) == [hard] * 2 and list(out.meta["source"]) == ["reversed"] * 2
     start = forward.reset(seed=0)[0]["state"]
     for e, final in enumerate(finals):
@@ -173,6 +179,18 @@ def test_stored_easy_episodes_reversed_into_a_store_solve_the_hard_task(tmp_path
             if terminated:
                 break
         assert terminated, f"reversed {easy} episode {e} did not solve {hard}"
+
+
+def test_trimming_after_the_release_keeps_whole_episodes_without_one_and_refuses_negatives():
+    from robot_learn.envs.reversal import trim_after_release
+
+    steps = synthetic_episode()  # gripper 0, 0, 1, 1, 1, 0: released at row 5
+    assert len(trim_after_release(steps, 0)["action"]) == 5 and len(trim_after_release(steps, 3)["action"]) == 6
+    assert len(trim_after_release(steps, None)["state"]) == 6
+    never = {**steps, "action": np.zeros_like(steps["action"])}
+    assert len(trim_after_release(never, 2)["action"]) == 6
+    with pytest.raises(ValueError, match="trim_after_release must be >= 0 rows, got -1"):
+        trim_after_release(steps, -1)
 
 
 def test_pixel_stores_reverse_their_images(tmp_path):

@@ -36,6 +36,9 @@ def test_base_data_is_the_easy_demos_reversed_and_rebuilt_only_when_they_change(
 
     one = EpisodeView(easy_demos.store, easy_demos.episodes[:1])
     assert Reversed.base_data(cfg, "stack", one, tmp_path).num_episodes == 1
+    # Trimmed after the release: its own store, shorter episodes.
+    trimmed = Reversed.base_data(make_loop_config("reversed", trim_after_release=2), "stack", easy_demos, tmp_path)
+    assert trimmed.store.path.name == "reversed_demos_trim2.zarr" and trimmed.num_frames < easy_demos.num_frames
 
 
 @pytest.mark.parametrize("filter_name", ["kinematic", "none"])
@@ -112,5 +115,7 @@ def test_sources_that_use_the_hard_tasks_expert_and_bad_settings_are_refused():
     with pytest.raises(ValueError, match=r"unknown kinematic filter settings \['speed'\]; valid: static_distance"):
         make_loop_config("reversed", kinematic={"speed": 1.0})
     assert make_loop_config("reversed", kinematic={"densify": 3}).kinematic.densify == 3
+    with pytest.raises(ValueError, match=r"trim_after_release must be >= 0 rows \(or null: whole episodes\), got -2"):
+        make_loop_config("reversed", trim_after_release=-2)
     with pytest.raises(ValueError, match="cycle_legs must be >= 0, got -1"):
         make_loop_config("reversed", cycle_legs=-1)
