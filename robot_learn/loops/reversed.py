@@ -181,20 +181,16 @@ class Reversed(Method):
 
     def cut_base(self, critic: Any, round_dir: Path) -> Any:
         """The reversed base demonstrations cut and thinned by the critic (``round_dir/base.zarr``)."""
-        import shutil
-
         from robot_learn.data import EpisodeStore
 
-        demos, path = self.ctx.demos, round_dir / "base.zarr"
-        if path.exists():
-            shutil.rmtree(path)
-        with EpisodeStore.create(path) as store:
+        demos = self.ctx.demos
+        with self.derived_store(round_dir, "base.zarr") as store:
             for e in map(int, demos.episodes):
                 episode = demos.store.episode(e)
                 steps = {k: episode["steps"][k] for k in demos.store.keys}
                 store.append_episode(self.filtered(steps, critic, False, f"episode {e} of {demos.store.path}"),
                                      {k: v for k, v in episode["meta"].items() if k != "created"})
-        base = EpisodeStore.open(path).view()
+        base = EpisodeStore.open(store.path).view()
         self.filter_numbers["base_frames_in"], self.filter_numbers["base_frames_out"] = demos.num_frames, base.num_frames
         return base
 

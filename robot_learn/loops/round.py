@@ -160,13 +160,13 @@ class Method:
         """Everything collected for this task in rounds 1..r."""
         return collected.view(round=list(range(1, r + 1)), task=self.ctx.task)
 
-    def derived_store(self, round_dir: Path) -> Any:
-        """A fresh ``train.zarr`` for this round's selected segments (derived data: rebuilt)."""
+    def derived_store(self, round_dir: Path, name: str = "train.zarr") -> Any:
+        """A fresh store ``round_dir/name`` (default: this round's selected segments; derived data: rebuilt)."""
         import shutil
 
         from robot_learn.data import EpisodeStore
 
-        path = round_dir / "train.zarr"
+        path = round_dir / name
         if path.exists():
             shutil.rmtree(path)
         return EpisodeStore.open_or_create(path)
