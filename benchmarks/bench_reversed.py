@@ -14,6 +14,12 @@ own expert demos, and how well the easy task's ends cover the hard task's starts
    (object to move xy, target xy) to the nearest start of each arm's demos.
 
     .venv/bin/python benchmarks/bench_reversed.py --easy bin_take --demos 100 --steps 4000
+
+Meta-World's pair runs in ``.venv-bench`` (``--easy metaworld/peg-insert-side-reverse``: our
+unplugging in peg-insert-side's scene; it has no drop spot, its peg is put down anywhere
+in the hard task's start range):
+
+    MUJOCO_GL=egl .venv-bench/bin/python benchmarks/bench_reversed.py --easy metaworld/peg-insert-side-reverse
 """
 
 from __future__ import annotations
@@ -30,16 +36,19 @@ from robot_learn.data import EpisodeStore
 from robot_learn.envs import make_env
 from robot_learn.envs.conditions import EnvConditions
 from robot_learn.envs.demos import collect_demos
+from robot_learn.envs.external import is_external_task
 from robot_learn.envs.reversal import forward_task_of, reverse_into
 from robot_learn.envs.task_base import DROP_SPOTS
 from robot_learn.evaluation.suite_table import suite_row
 
-MOVED, TARGET = slice(0, 2), slice(7, 9)  # xy of the object to move and of the target in env_state
+# xy of the object to move and of the target in env_state: our families; Meta-World (peg, hole)
+LAYOUT = {"ours": (slice(0, 2), slice(7, 9)), "metaworld": (slice(0, 2), slice(14, 16))}
 ARMS = ("reversed", "forward")
 
 
-def layouts(env_states: np.ndarray) -> np.ndarray:
-    return np.concatenate([env_states[:, MOVED], env_states[:, TARGET]], axis=1)
+def layouts(env_states: np.ndarray, task: str) -> np.ndarray:
+    moved, target = LAYOUT["metaworld" if is_external_task(task) else "ours"]
+    return np.concatenate([env_states[:, moved], env_states[:, target]], axis=1)
 
 
 def coverage(name: str, starts: np.ndarray, evals: np.ndarray | None) -> None:
@@ -54,16 +63,20 @@ def coverage(name: str, starts: np.ndarray, evals: np.ndarray | None) -> None:
 
 def demo_stores(easy: str, hard: str, demos: int, drop_spot: str, trim: int | None, out: Path) -> dict[str, Path]:
     """The store of each arm, collected when missing (the reversed one from the easy task's to-rest episodes)."""
-    name = f"{hard}_reversed_{drop_spot}" + ("" if trim is None else f"_trim{trim}")
-    stores = {"reversed": out / f"{name}.zarr", "forward": out / f"{hard}_forward.zarr"}
+    external = is_external_task(easy)  # no drop spot: its expert puts down anywhere in the start range
+    drop = "" if external else f"_{drop_spot}"
+    easy_name, hard_name = easy.replace("/", "_"), hard.replace("/", "_")
+    name = f"{hard_name}_reversed{drop}" + ("" if trim is None else f"_trim{trim}")
+    stores = {"reversed": out / f"{name}.zarr", "forward": out / f"{hard_name}_forward.zarr"}
     if not stores["reversed"].exists():
-        easy_path = out / f"{easy}_to_rest_{drop_spot}.zarr"
+        easy_path = out / f"{easy_name}_to_rest{drop}.zarr"
         if not easy_path.exists():
             collect_demos(easy, demos, easy_path, cameras=(), to_rest=True, progress_bar=False,
-                          conditions=EnvConditions(drop_spot=drop_spot))
+                          conditions=None if external else EnvConditions(drop_spot=drop_spot))
         source = EpisodeStore.open(easy_path)
         written = reverse_into(EpisodeStore.create(stores["reversed"]), source, range(source.num_episodes), trim=trim)
-        print(f"{written} {easy} episodes (drop spot {drop_spot}) reversed into {stores['reversed']}")
+        print(f"{written} {easy} episodes{'' if external else f' (drop spot {drop_spot})'} reversed "
+              f"into {stores['reversed']}")
     if not stores["forward"].exists():
         collect_demos(hard, demos, stores["forward"], cameras=(), progress_bar=False)
     return stores
@@ -115,7 +128,8 @@ def main() -> int:
     for arm, r in rows.items():
         store = EpisodeStore.open(stores[arm])
         trimmed = "" if args.trim_after_release is None else f", trimmed {args.trim_after_release} after release"
-        name = f"{args.easy} (drop {args.drop_spot}), reversed{trimmed}" if arm == "reversed" else f"{hard} expert"
+        drop = "" if is_external_task(args.easy) else f" (drop {args.drop_spot})"
+        name = f"{args.easy}{drop}, reversed{trimmed}" if arm == "reversed" else f"{hard} expert"
         print(f"| {name} | {store.num_episodes} | {store.num_frames} | {r['success_rate']:.0%} "
               f"({r['successes']}/{r['episodes']}) [{r['ci_low']:.1%}, {r['ci_high']:.1%}] | "
               f"{r['mean_progress']:.3f} | {r['train_s']:.0f} | {r['eval_s']:.0f} |")
@@ -123,13 +137,14 @@ def main() -> int:
     print(f"reversed / forward success: {'-' if ratio is None else f'{ratio:.2f}x'}")
 
     env = make_env(hard, cameras=())
-    evals = layouts(np.array([env.reset(seed=1_000_000 + i)[0]["env_state"] for i in range(args.eval_episodes)]))
+    evals = layouts(np.array([env.reset(seed=1_000_000 + i)[0]["env_state"] for i in range(args.eval_episodes)]),
+                    hard)
     print(f"\nlayouts of {hard}'s evaluation resets against the demos' starts (m):")
     print("| demos | object-target distance, median | its y spread (std) | eval start to nearest demo start, "
           "median | p90 |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    coverage(f"{args.easy} (drop {args.drop_spot}), reversed", layouts(_starts(stores["reversed"])), evals)
-    coverage(f"{hard} expert", layouts(_starts(stores["forward"])), evals)
+    coverage(f"{args.easy}{drop}, reversed", layouts(_starts(stores["reversed"]), hard), evals)
+    coverage(f"{hard} expert", layouts(_starts(stores["forward"]), hard), evals)
     coverage(f"{hard} evaluation resets", evals, None)
     return 0
 

@@ -15,6 +15,10 @@ forward task, and its first scene is the forward task's goal.
 - :func:`replay_reversed`: play a recorded reverse episode backwards in the
   forward env (the test that reversal is well defined).
 
+Meta-World's actions are hand displacements (``"delta"`` mode): reversed, each is
+negated (:func:`reverse_displacements`); the pair is ``metaworld/peg-insert-side-reverse`` ->
+``metaworld/peg-insert-side`` (``envs/external/metaworld_reverse.py``).
+
 Episodes meant for reversal are recorded *to rest* (``collect_demos(..., to_rest=True)``):
 past success the expert retreats and returns to its start pose, so the
 reversed episode starts where the forward task's episodes start.
@@ -30,17 +34,20 @@ import numpy as np
 
 from .base_env import TabletopEnv
 from .demos import run_expert
+from .external.metaworld_reverse import REVERSE_PAIRS
+from .external.metaworld_tasks import metaworld_instruction
 from .registry import TASK_SPECS, family_task, make_env, make_expert, task_spec
 
 EE_POSE = slice(6, 10)  # x, y, z, yaw of the end effector in ``state``
 GRIPPER = 4             # the gripper command in a pose action
 POSE_ACTION_DIM = 5     # x, y, z, yaw, gripper
 TRACKING_TOLERANCE = 0.02  # m: pose targets sit this close (median) to the poses they reach
+DELTA_WIDTH = 4             # Meta-World: hand displacement x, y, z and gripper effort; state: hand x, y, z, opening
 
 
 def reverse_pairs() -> dict[str, str]:
-    """Every registered pair, easy (reverse) task -> hard (forward) task."""
-    return {s.name: s.partner for s in TASK_SPECS.values() if s.variant == "reverse"}
+    """Every registered pair, easy (reverse) task -> hard (forward) task (Meta-World's last)."""
+    return {**{s.name: s.partner for s in TASK_SPECS.values() if s.variant == "reverse"}, **REVERSE_PAIRS}
 
 
 def _pairs_text() -> str:
@@ -67,7 +74,10 @@ def easy_task_of(hard: str) -> str:
 
 def forward_instruction(easy: str, instruction: str) -> str:
     """The forward task's wording of an ``easy`` task instruction (same template index and
-    colours, as ``set_state`` words a state loaded from the other variant)."""
+    colours, as ``set_state`` words a state loaded from the other variant); a Meta-World
+    task's is its name in words."""
+    if easy in REVERSE_PAIRS:
+        return metaworld_instruction(REVERSE_PAIRS[easy].partition("/")[2])
     reverse, forward = family_task(easy), family_task(task_spec(easy).partner)
     for i, template in enumerate(reverse.templates):
         pattern = re.escape(template).replace(r"\{move\}", "(?P<move>[a-z]+)").replace(r"\{target\}", "(?P<target>[a-z]+)")
@@ -81,11 +91,14 @@ def forward_instruction(easy: str, instruction: str) -> str:
 def action_mode_of(actions: np.ndarray, states: np.ndarray) -> str:
     """``"pose"`` for absolute end-effector targets (x, y, z, yaw, gripper) that the
     recorded poses follow; ``"joint"`` for joint targets; ``"relative"`` for 5-wide
-    actions far from the poses they reach (steps, not targets); else ``"<n>-wide"``."""
+    actions far from the poses they reach (steps, not targets); ``"delta"`` for
+    Meta-World's hand displacements (4-wide actions over a 4-wide state); else ``"<n>-wide"``."""
     actions, states = np.asarray(actions), np.asarray(states)
     width = actions.shape[-1]
     if width == 6:
         return "joint"
+    if width == DELTA_WIDTH and states.shape[-1] == DELTA_WIDTH:
+        return "delta"
     if width != POSE_ACTION_DIM or states.shape[-1] < EE_POSE.stop:
         return f"{width}-wide"
     if len(actions) < 2:
@@ -102,6 +115,7 @@ def check_pose_actions(steps: Mapping[str, np.ndarray], where: str) -> None:
     mode = action_mode_of(steps["action"], steps["state"])
     if mode != "pose":
         said = {"joint": "joint-target actions (action mode 'joint')",
+                "delta": "hand displacements (action mode 'delta', Meta-World's)",
                 "relative": "relative pose actions (action mode 'relative': the poses reached do not follow "
                             "them as targets)"}.get(mode, f"{mode} actions (no action mode of these tasks)")
         raise ValueError(f"{where} has {said}, not absolute end-effector poses; reversal and the kinematic "
@@ -123,6 +137,40 @@ def frame_actions(poses: np.ndarray, gripper: np.ndarray) -> np.ndarray:
     poses, gripper = np.asarray(poses, dtype=np.float64), np.asarray(gripper, dtype=np.float64)
     return np.concatenate([next_pose_actions(poses, gripper[:-1]),
                            next_pose_actions(poses[[-1, -1]], gripper[-1:])])
+
+
+def settled_commands(commands: np.ndarray, opening: np.ndarray, still: float = 0.005,
+                     longest: int = 40) -> np.ndarray:
+    """Gripper ``commands`` ``[T]`` with each change held back until the fingers, which
+    start moving after it, come to rest again (``opening`` ``[T]``, the observed finger
+    opening; "at rest": it moves less than ``still`` a step; at most ``longest`` steps).
+    Reversed, a change must come that much earlier: the fingers take that long to follow."""
+    commands = np.asarray(commands, dtype=np.float64)
+    opening = np.asarray(opening, dtype=np.float64)
+    out = commands.copy()
+    for k in np.flatnonzero(np.abs(np.diff(commands)) > 0.5) + 1:
+        moving = np.abs(np.diff(opening[k: k + longest + 1])) >= still  # step k + i -> k + i + 1
+        started = np.flatnonzero(moving)
+        if not len(started):
+            continue
+        stopped = np.flatnonzero(~moving[started[0]:])
+        out[k: k + started[0] + (stopped[0] if len(stopped) else len(moving) - started[0])] = commands[k - 1]
+    return out
+
+
+def reverse_displacements(actions: np.ndarray, opening: np.ndarray) -> np.ndarray:
+    """Meta-World displacement actions ``[T, 4]`` of an episode, reversed: reversed row t
+    undoes original transition T-2-t (its displacement negated, so the commanded hand
+    target retraces its path exactly; rebuilt from the observed hand positions instead,
+    the hand's lag behind its target, several cm when moving, adds up and the grasp is
+    missed), with the gripper command that led into the frame, each change moved by the
+    fingers' travel time (:func:`settled_commands`); the last row holds still."""
+    actions = np.asarray(actions, dtype=np.float64)
+    commands = settled_commands(actions[:, -1], opening)
+    out = np.zeros_like(actions, dtype=np.float32)
+    out[:-1, :3] = -actions[:-1, :3][::-1]
+    out[:, 3] = np.concatenate([commands[:1], commands[:-1]])[::-1]
+    return out
 
 
 def reverse_episode(ee_poses: np.ndarray, gripper: np.ndarray) -> np.ndarray:
@@ -149,25 +197,32 @@ def reverse_episode(ee_poses: np.ndarray, gripper: np.ndarray) -> np.ndarray:
 
 
 def reverse_steps(steps: Mapping[str, np.ndarray], where: str = "episode") -> dict[str, np.ndarray]:
-    """A stored pose-mode episode (per-step arrays, row t = observation t and action t)
-    reversed in time, as a forward-task demonstration:
+    """A stored pose-mode (or Meta-World delta-mode) episode (per-step arrays, row t =
+    observation t and action t) reversed in time, as a forward-task demonstration:
 
     - observations, images and ``phase`` reversed;
     - ``action`` (and ``policy_action``) rebuilt by :func:`frame_actions` from the
-      reversed poses, with each frame's gripper the command that led into it, so
-      reversed row t undoes original transition T-2-t: ``reverse_episode`` pairing;
+      reversed poses (Meta-World: :func:`reverse_displacements`), with each frame's
+      gripper the command that led into it, so reversed row t undoes original
+      transition T-2-t: ``reverse_episode`` pairing;
     - ``reward`` 1 on the last row only (the reversed end is the easy task's start,
       the hard task's goal), ``progress`` 1 - the reversed progress,
       ``intervention`` False, ``timestamp`` kept in its (increasing) order.
 
-    ValueError, naming ``where`` and the action mode, unless the actions are absolute poses.
+    ValueError, naming ``where`` and the action mode, unless the actions are absolute poses
+    or Meta-World's displacements.
     """
-    check_pose_actions(steps, where)
+    delta = "state" in steps and action_mode_of(steps["action"], steps["state"]) == "delta"
+    if not delta:
+        check_pose_actions(steps, where)
     out = {k: np.ascontiguousarray(v[::-1]) for k, v in steps.items()
            if k not in ("action", "policy_action", "reward", "progress", "intervention", "timestamp")}
-    commands = np.asarray(steps["action"])[:, GRIPPER]
-    into_frame = np.concatenate([commands[:1], commands[:-1]])  # the command that led into frame t
-    out["action"] = frame_actions(out["state"][:, EE_POSE], into_frame[::-1])
+    if delta:
+        out["action"] = reverse_displacements(steps["action"], np.asarray(steps["state"])[:, 3])
+    else:
+        commands = np.asarray(steps["action"])[:, GRIPPER]
+        into_frame = np.concatenate([commands[:1], commands[:-1]])  # the command that led into frame t
+        out["action"] = frame_actions(out["state"][:, EE_POSE], into_frame[::-1])
     if "policy_action" in steps:
         out["policy_action"] = out["action"].copy()
     if "reward" in steps:

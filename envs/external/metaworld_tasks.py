@@ -31,6 +31,11 @@ CAMERAS = {"front": ("corner2", True), "wrist": ("gripperPOV", False)}
 MAX_REWARD = 10.0
 
 
+def metaworld_instruction(task: str) -> str:
+    """The instruction a Meta-World task is given: its name in words."""
+    return task.replace("-", " ")
+
+
 class MetaWorldEnv(ExternalEnv):
     """One Meta-World v3 task, e.g. ``MetaWorldEnv("peg-unplug-side")``."""
 
@@ -43,7 +48,7 @@ class MetaWorldEnv(ExternalEnv):
         env_dict = require("metaworld.env_dict", "metaworld", name)
         super().__init__(name, max_steps=max_steps, cameras=cameras, image_size=image_size, state_dim=4,
                          env_state_dim=17, action_low=-np.ones(4), action_high=np.ones(4),
-                         instruction=task.replace("-", " "), render_mode=render_mode)
+                         instruction=metaworld_instruction(task), render_mode=render_mode)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.mw = env_dict.ALL_V3_ENVIRONMENTS_GOAL_OBSERVABLE[f"{task}-v3-goal-observable"](seed=0)

@@ -18,6 +18,9 @@ INSTALL_HINT = ("run it in .venv-bench (.venv-bench/bin/robot-learn or .venv-ben
                 "make .venv-bench/.installed builds with the 'bench' extra; or pip install -e '.[bench]' "
                 "in a venv whose mujoco may be downgraded to 3.3 (metaworld pins it)")
 ALOHA_TASKS = {"insertion": "insertion", "transfer-cube": "transfer_cube"}
+# Our easy reverses of Meta-World tasks, in the forward task's scene (metaworld_reverse.py):
+# reverse -> forward, both without the "metaworld/" prefix.
+METAWORLD_REVERSE = {"peg-insert-side-reverse": "peg-insert-side"}
 # How each name is written in error messages.
 EXTERNAL_NAMES = ("pusht", "metaworld/<task>", *(f"aloha/{t}" for t in ALOHA_TASKS))
 DEFAULT_MAX_STEPS = 300
@@ -72,7 +75,7 @@ def check_external_task(name: str) -> str:
         require("gym_aloha", "gym-aloha", name)
     elif suite == "metaworld":
         require("metaworld", "metaworld", name)
-        valid = metaworld_task_names()
+        valid = (*metaworld_task_names(), *METAWORLD_REVERSE)
         if task not in valid:
             raise unknown_name_error("Meta-World task", name, valid, prefix="metaworld/")
     else:
@@ -89,6 +92,9 @@ def external_env_class(name: str) -> type:
     if suite == "aloha":
         from .aloha import AlohaEnv
         return AlohaEnv
+    if name.partition("/")[2] in METAWORLD_REVERSE:
+        from .metaworld_reverse import PegInsertReverseEnv
+        return PegInsertReverseEnv
     from .metaworld_tasks import MetaWorldEnv
     return MetaWorldEnv
 
@@ -105,17 +111,22 @@ def make_external_env(name: str, cameras: tuple[str, ...] = (), image_size: int 
         return env_class(**kwargs)
     if suite == "aloha":
         return env_class(ALOHA_TASKS[task], name=name, **kwargs)
+    if task in METAWORLD_REVERSE:
+        return env_class(**kwargs)
     return env_class(task, **kwargs)
 
 
 def make_external_expert(name: str, noise: float = 0.0, seed: int | None = None) -> Any:
-    """Scripted expert of external task ``name``: Meta-World's own policies, our PushT
-    pusher, our ALOHA planner (aloha_expert.py)."""
+    """Scripted expert of external task ``name``: Meta-World's own policies (our unplugger for
+    ``peg-insert-side-reverse``), our PushT pusher, our ALOHA planner (aloha_expert.py)."""
     check_external_task(name)
     suite, _, task = name.partition("/")
     if name == "pusht":
         from .pusht_expert import PushTExpert
         return PushTExpert(noise=noise, seed=seed)
+    if task in METAWORLD_REVERSE:
+        from .metaworld_reverse import PegUnplugExpert
+        return PegUnplugExpert(noise=noise, seed=seed)
     if suite == "metaworld":
         from .metaworld_tasks import MetaWorldExpert
         return MetaWorldExpert(task, noise=noise, seed=seed)

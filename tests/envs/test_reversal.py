@@ -55,9 +55,10 @@ from robot_learn.envs import (  # noqa: E402
     easy_task_of, forward_task_of, make_env, make_expert, reverse_into, reverse_pairs, reverse_steps,
 )
 from robot_learn.envs.demos import collect_demos, run_expert  # noqa: E402
-from robot_learn.envs.reversal import forward_instruction  # noqa: E402
+from robot_learn.envs.reversal import forward_instruction, settled_commands  # noqa: E402
 
-PAIRS = re.escape("pairs (easy -> hard): unstack -> stack, peg_remove -> peg_insert, bin_take -> bin_place")
+PAIRS = re.escape("pairs (easy -> hard): unstack -> stack, peg_remove -> peg_insert, bin_take -> bin_place, "
+                  "metaworld/peg-insert-side-reverse -> metaworld/peg-insert-side")
 
 
 def synthetic_episode(length=6):
@@ -113,8 +114,38 @@ def test_reversing_non_pose_actions_names_the_action_mode():
         reverse_steps(planar)
 
 
+def delta_episode():
+    """A Meta-World episode (4-wide displacements over a 4-wide state: hand x, y, z, opening):
+    the gripper closes at row 2 and the fingers take rows 3-5 to follow."""
+    action = np.zeros((9, 4), dtype=np.float32)
+    action[:, 0] = np.arange(1, 10) / 10
+    action[:, 3] = [-1, -1, 1, 1, 1, 1, 1, 1, 1]
+    state = np.zeros((9, 4), dtype=np.float32)
+    state[:, 0] = np.cumsum(np.concatenate([[0], action[:-1, 0]])) * 0.01
+    state[:, 3] = [1, 1, 1, 0.8, 0.5, 0.3, 0.3, 0.3, 0.3]
+    return {"state": state, "env_state": np.arange(9 * 17, dtype=np.float32).reshape(9, 17), "action": action}
+
+
+def test_meta_world_displacements_reverse_negated_with_the_gripper_moved_by_the_fingers_travel():
+    steps = delta_episode()
+    out = reverse_steps(steps)
+    np.testing.assert_array_equal(out["state"], steps["state"][::-1])
+    # Reversed row t undoes original transition T-2-t: its displacement negated; the last row holds.
+    np.testing.assert_allclose(out["action"][:-1, :3], -steps["action"][-2::-1, :3])
+    np.testing.assert_array_equal(out["action"][-1, :3], 0)
+    # The close command of row 2 moves the fingers on frames 3-4; they rest from frame 5. Reversed
+    # (row t is frame 8-t), the open command comes at row 3 (frame 5), so the fingers move on
+    # reversed frames 4-5, as the frames they show (4, 3) had them. The "led into the frame" rule
+    # alone would open them from row 6 on, after the frames that show them open.
+    np.testing.assert_array_equal(out["action"][:, 3], [1, 1, 1, -1, -1, -1, -1, -1, -1])
+    assert settled_commands(steps["action"][:, 3], steps["state"][:, 3]).tolist() == [-1] * 5 + [1] * 4
+    # Fingers that never move after a change (nothing to wait for): the change stays where it is.
+    assert settled_commands(np.array([-1, 1, 1]), np.ones(3)).tolist() == [-1, 1, 1]
+
+
 def test_tasks_without_a_reverse_pair_are_refused_with_the_pairs():
-    assert reverse_pairs() == {"unstack": "stack", "peg_remove": "peg_insert", "bin_take": "bin_place"}
+    assert reverse_pairs() == {"unstack": "stack", "peg_remove": "peg_insert", "bin_take": "bin_place",
+                               "metaworld/peg-insert-side-reverse": "metaworld/peg-insert-side"}
     assert easy_task_of("peg_insert") == "peg_remove" and forward_task_of("bin_take") == "bin_place"
     with pytest.raises(ValueError, match=f"task 'stack' has no registered reverse pair to reverse into; {PAIRS}$"):
         forward_task_of("stack")
