@@ -259,7 +259,7 @@ def trim_after_release(steps: Mapping[str, np.ndarray], keep: int | None) -> dic
         return dict(steps)
     if keep < 0:
         raise ValueError(f"trim_after_release must be >= 0 rows, got {keep}")
-    closed = np.asarray(steps["action"])[:, GRIPPER] > 0.5
+    closed = np.asarray(steps["action"])[:, -1] > 0.5  # the gripper is last in pose and delta actions
     releases = np.flatnonzero(closed[:-1] & ~closed[1:]) + 1
     end = min(len(closed), int(releases[-1]) + keep) if len(releases) else len(closed)
     return {k: np.asarray(v)[:end] for k, v in steps.items()}

@@ -55,7 +55,7 @@ from robot_learn.envs import (  # noqa: E402
     easy_task_of, forward_task_of, make_env, make_expert, reverse_into, reverse_pairs, reverse_steps,
 )
 from robot_learn.envs.demos import collect_demos, run_expert  # noqa: E402
-from robot_learn.envs.reversal import forward_instruction, settled_commands  # noqa: E402
+from robot_learn.envs.reversal import forward_instruction, settled_commands, trim_after_release  # noqa: E402
 
 PAIRS = re.escape("pairs (easy -> hard): unstack -> stack, peg_remove -> peg_insert, bin_take -> bin_place, "
                   "metaworld/peg-insert-side-reverse -> metaworld/peg-insert-side")
@@ -139,6 +139,8 @@ def test_meta_world_displacements_reverse_negated_with_the_gripper_moved_by_the_
     # alone would open them from row 6 on, after the frames that show them open.
     np.testing.assert_array_equal(out["action"][:, 3], [1, 1, 1, -1, -1, -1, -1, -1, -1])
     assert settled_commands(steps["action"][:, 3], steps["state"][:, 3]).tolist() == [-1] * 5 + [1] * 4
+    # Trimmed 2 rows after the reversed release (row 3), as pose-mode episodes are.
+    assert len(trim_after_release(out, 2)["action"]) == 5
     # Fingers that never move after a change (nothing to wait for): the change stays where it is.
     assert settled_commands(np.array([-1, 1, 1]), np.ones(3)).tolist() == [-1, 1, 1]
 
