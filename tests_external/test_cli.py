@@ -46,7 +46,7 @@ def test_unknown_external_task_name_is_a_one_line_error(tmp_path):
     out = run("collect", "task=pusht", "task.name=metaworld/peg-unplug", "episodes=1", cwd=tmp_path)
     assert out.returncode == 2
     assert ("robot-learn collect: error: unknown Meta-World task 'metaworld/peg-unplug'; "
-            "close matches: metaworld/peg-unplug-side; valid (50): metaworld/assembly,") in out.stderr
+            "close matches: metaworld/peg-unplug-side; valid (51): metaworld/assembly,") in out.stderr
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
 
 
