@@ -125,10 +125,10 @@ def main() -> int:
     print(f"\n{hard} from {args.demos} demos, {args.steps} steps ({args.eval_episodes} held-out seeds):")
     print("| training data | demos | frames | success [95% CI] | mean progress | train s | eval s |")
     print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
+    trimmed = "" if args.trim_after_release is None else f", trimmed {args.trim_after_release} after release"
+    drop = "" if is_external_task(args.easy) else f" (drop {args.drop_spot})"
     for arm, r in rows.items():
         store = EpisodeStore.open(stores[arm])
-        trimmed = "" if args.trim_after_release is None else f", trimmed {args.trim_after_release} after release"
-        drop = "" if is_external_task(args.easy) else f" (drop {args.drop_spot})"
         name = f"{args.easy}{drop}, reversed{trimmed}" if arm == "reversed" else f"{hard} expert"
         print(f"| {name} | {store.num_episodes} | {store.num_frames} | {r['success_rate']:.0%} "
               f"({r['successes']}/{r['episodes']}) [{r['ci_low']:.1%}, {r['ci_high']:.1%}] | "

@@ -17,11 +17,9 @@ space (hand displacement x, y, z in [-1, 1], times 1 cm per step, and gripper ef
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from .metaworld_tasks import MetaWorldEnv, metaworld_instruction
+from .metaworld_tasks import DisplacementExpert, MetaWorldEnv, metaworld_instruction
 from .registry import METAWORLD_REVERSE
 
 REVERSE_PAIRS = {f"metaworld/{easy}": f"metaworld/{hard}" for easy, hard in METAWORLD_REVERSE.items()}
@@ -73,7 +71,7 @@ class PegInsertReverseEnv(MetaWorldEnv):
         return progress, all(parts.values()), progress
 
 
-class PegUnplugExpert:
+class PegUnplugExpert(DisplacementExpert):
     """Scripted expert of :class:`PegInsertReverseEnv`: over the peg, down, grasp, pull it
     out along +x, lift, carry it to a spot drawn (from ``seed``) in ``peg-insert-side``'s
     start range clear of the box, lower, let go, lift and go back to the start pose.
@@ -82,13 +80,6 @@ class PegUnplugExpert:
     LIFT_Z = 0.2
     PUT_DOWN_Z = 0.06  # hand height that sets the held peg on the table (the hand stops at 0.05)
     P_GAIN = 25.0      # action per metre of error, as Meta-World's policies move
-
-    def __init__(self, noise: float = 0.0, seed: int | None = None):
-        if noise < 0 or not math.isfinite(noise):
-            raise ValueError(f"noise must be a finite number >= 0, got {noise}")
-        self.noise = float(noise)
-        self.rng = np.random.default_rng(seed)
-        self.phase = 0
 
     def reset(self, env) -> None:
         mw = env.unwrapped.mw
@@ -129,10 +120,7 @@ class PegUnplugExpert:
     def act(self, obs, env) -> np.ndarray:
         raw = env.unwrapped.raw_obs
         target, effort = self._target(raw[:3], raw[4:7])
-        action = np.append(np.clip(self.P_GAIN * (target - raw[:3]), -1.0, 1.0), effort)
-        if self.noise:
-            action = action + self.rng.normal(0.0, self.noise, action.shape)
-        return np.clip(action, -1.0, 1.0).astype(np.float32)
+        return self.noisy(np.append(self.P_GAIN * (target - raw[:3]), effort))
 
 
 def copy_scene(source, target) -> None:

@@ -89,7 +89,27 @@ class MetaWorldEnv(ExternalEnv):
         self.mw.close()
 
 
-class MetaWorldExpert:
+class DisplacementExpert:
+    """A scripted expert in Meta-World's action space (hand displacement x, y, z and
+    gripper effort, each in [-1, 1]) with optional Gaussian action noise (std, in action
+    units, drawn from ``seed``): subclasses compute the clean action, :meth:`noisy` adds
+    the noise and clips."""
+
+    def __init__(self, noise: float = 0.0, seed: int | None = None):
+        if noise < 0 or not math.isfinite(noise):
+            raise ValueError(f"noise must be a finite number >= 0, got {noise}")
+        self.noise = float(noise)
+        self.rng = np.random.default_rng(seed)
+        self.phase = 0
+
+    def noisy(self, action: np.ndarray) -> np.ndarray:
+        """``action`` plus the noise, clipped to [-1, 1], as float32."""
+        if self.noise:
+            action = action + self.rng.normal(0.0, self.noise, action.shape)
+        return np.clip(action, -1.0, 1.0).astype(np.float32)
+
+
+class MetaWorldExpert(DisplacementExpert):
     """Meta-World's scripted policy for a task, with optional Gaussian action noise.
 
     ``reset(env)`` then ``act(obs, env)`` per step (reads the raw 39-d Meta-World
@@ -97,13 +117,9 @@ class MetaWorldExpert:
     """
 
     def __init__(self, task: str, noise: float = 0.0, seed: int | None = None):
-        if noise < 0 or not math.isfinite(noise):
-            raise ValueError(f"noise must be a finite number >= 0, got {noise}")
+        super().__init__(noise, seed)
         policies = require("metaworld.policies", "metaworld", f"metaworld/{task}")
         self.policy = policies.ENV_POLICY_MAP[f"{task}-v3"]()
-        self.noise = float(noise)
-        self.rng = np.random.default_rng(seed)
-        self.phase = 0
 
     def reset(self, env) -> None:
         """Nothing to reset: the policies are stateless."""
@@ -113,6 +129,4 @@ class MetaWorldExpert:
         with warnings.catch_warnings():  # "Constant(s) may be too high": the env clips
             warnings.simplefilter("ignore")
             action = np.asarray(self.policy.get_action(env.unwrapped.raw_obs), dtype=np.float64)
-        if self.noise:
-            action = action + self.rng.normal(0.0, self.noise, action.shape)
-        return np.clip(action, -1.0, 1.0).astype(np.float32)
+        return self.noisy(action)
