@@ -17,7 +17,7 @@ import torch
 
 from robot_learn.envs import TASK_NAMES
 from robot_learn.evaluation import evaluate
-from robot_learn.evaluation.metrics import summarize
+from robot_learn.evaluation.results import summarize_episodes
 from robot_learn.policies import load_policy, make_policy
 from robot_learn.policies.discrete_diffusion import DECODINGS
 
@@ -74,7 +74,7 @@ def main() -> None:
         results = [evaluate(policy, task, episodes=args.episodes, workers=1, videos=0, vectorization="sync")
                    for task in args.tasks]
         episodes = [e for r in results for e in r.episodes]
-        total = summarize([e.success for e in episodes], [e.progress for e in episodes], [e.length for e in episodes])
+        total = summarize_episodes(episodes)
         cells = "".join(f"{r.summary.successes:>9}/{r.summary.episodes:<2}" for r in results)
         avg = f"{total.success_rate:.0%} [{total.ci_low:.0%}, {total.ci_high:.0%}]"
         print(f"{name:<28}{cells}{avg:>24}{time.perf_counter() - t0:>7.0f}s", flush=True)

@@ -89,9 +89,7 @@ def train_and_evaluate(task: str, args: argparse.Namespace, workdir: Path) -> di
 
     t0 = time.perf_counter()
     path = workdir / task.replace("/", "_") / "demos.zarr"
-    # PushT's expert fails often: attempt more episodes to end with about args.demos.
-    attempts = args.demos * (3 if task == "pusht" else 1)
-    summary = collect_demos(task, attempts, path, cameras=(), max_steps=args.max_steps, progress_bar=False)
+    summary = collect_demos(task, args.demos, path, cameras=(), max_steps=args.max_steps, progress_bar=False)
     collect_s = time.perf_counter() - t0
     if summary.stored == 0:
         return {"task": task, "demos": 0, "demo_attempts": summary.attempted, "collect_s": collect_s}

@@ -44,8 +44,7 @@ def eval_app(cfg: DictConfig) -> int:
                                 "policy": {"type": policy.name},
                                 "eval_config": OmegaConf.to_container(cfg, resolve=True)})
     s = result.summary
-    print(f"{task}: success {s.success_rate:.1%} ({s.successes}/{s.episodes}), "
-          f"95% CI [{s.ci_low:.1%}, {s.ci_high:.1%}], mean progress {s.mean_progress:.3f}"
+    print(f"{task}: {s.describe()}"
           + (f"; {result.diverged_episodes} ended by a diverged simulation" if result.diverged_episodes else ""))
     if predict is not None:
         print(f"pcg guided {predict.guided_chunks} of {predict.chunks} chunks")

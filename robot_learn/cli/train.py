@@ -250,8 +250,7 @@ def train_app(cfg: DictConfig) -> int:
         "config": OmegaConf.to_container(cfg, resolve=True),
     })
     s = result.summary
-    print(f"\n{task} / {policy_choice}: success {s.success_rate:.1%} ({s.successes}/{s.episodes}), "
-          f"95% CI [{s.ci_low:.1%}, {s.ci_high:.1%}], mean progress {s.mean_progress:.3f}; "
+    print(f"\n{task} / {policy_choice}: {s.describe()}; "
           + (f"{result.diverged_episodes} ended by a diverged simulation; " if result.diverged_episodes else "")
           + f"train {fit['time']:.0f} s, total {time.perf_counter() - t0:.0f} s")
     print(f"report: {paths['markdown']}")

@@ -15,7 +15,7 @@ _EXPORTS = {
     "SuccessSummary": "metrics", "summarize": "metrics", "wilson_interval": "metrics",
     "alpha_sweep": "merge_sweep", "plot_success_per_task": "plots",
     "build_report": "report", "render_markdown": "report", "write_report": "report",
-    "EpisodeResult": "results", "EvalResult": "results",
+    "EpisodeResult": "results", "EvalResult": "results", "summarize_episodes": "results",
     "build_suite_table": "suite_table", "suite_row": "suite_table", "write_suite_table": "suite_table",
     "EVAL_SEED": "rollout", "evaluate": "rollout", "make_vector_env": "rollout",
     "observation_shapes": "rollout", "policy_cameras": "rollout",

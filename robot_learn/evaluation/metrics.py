@@ -41,16 +41,26 @@ class SuccessSummary:
     ci_high: float
     mean_progress: float
     mean_length: float
+    # best progress during an episode, averaged (Diffusion Policy's PushT score); None if not recorded
+    mean_peak_progress: float | None = None
+
+    def describe(self) -> str:
+        """One line: success with its interval, mean final (and peak) progress."""
+        peak = "" if self.mean_peak_progress is None else f" (peak {self.mean_peak_progress:.3f})"
+        return (f"success {self.success_rate:.1%} ({self.successes}/{self.episodes}), "
+                f"95% CI [{self.ci_low:.1%}, {self.ci_high:.1%}], mean progress {self.mean_progress:.3f}{peak}")
 
 
 def summarize(successes: Sequence[bool], progress: Sequence[float],
-              lengths: Sequence[int], z: float = 1.96) -> SuccessSummary:
-    """Success rate with its Wilson interval, mean final progress and mean length."""
+              lengths: Sequence[int], z: float = 1.96,
+              peak_progress: Sequence[float] | None = None) -> SuccessSummary:
+    """Success rate with its Wilson interval, mean final (and peak) progress and mean length."""
     n = len(successes)
-    if not (len(progress) == n and len(lengths) == n):
+    if not (len(progress) == n and len(lengths) == n
+            and (peak_progress is None or len(peak_progress) == n)):
         raise ValueError(
-            f"summarize needs equal lengths, got successes={n}, "
-            f"progress={len(progress)}, lengths={len(lengths)}")
+            f"summarize needs equal lengths, got successes={n}, progress={len(progress)}, "
+            f"lengths={len(lengths)}, peak_progress={None if peak_progress is None else len(peak_progress)}")
     k = int(sum(bool(s) for s in successes))
     low, high = wilson_interval(k, n, z)
     return SuccessSummary(
@@ -61,4 +71,5 @@ def summarize(successes: Sequence[bool], progress: Sequence[float],
         ci_high=high,
         mean_progress=float(sum(progress) / n) if n else 0.0,
         mean_length=float(sum(lengths) / n) if n else 0.0,
+        mean_peak_progress=float(sum(peak_progress) / n) if n and peak_progress is not None else None,
     )

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from robot_learn.evaluation.metrics import summarize
+from robot_learn.evaluation.results import summarize_episodes
 from robot_learn.evaluation.plots import plot_success_per_task
 from robot_learn.evaluation.results import EvalResult
 
@@ -35,8 +35,7 @@ def build_report(results: Sequence[EvalResult], extra: Mapping[str, Any] | None 
     if not results:
         raise ValueError("build_report needs at least one EvalResult")
     all_eps = [e for r in results for e in r.episodes]
-    overall = summarize([e.success for e in all_eps], [e.progress for e in all_eps],
-                        [e.length for e in all_eps])
+    overall = summarize_episodes(all_eps)
     report = {
         "version": REPORT_VERSION,
         "tasks": {r.task: r.to_dict() for r in results},
@@ -48,6 +47,7 @@ def build_report(results: Sequence[EvalResult], extra: Mapping[str, Any] | None 
             "ci_high": overall.ci_high,
             "mean_progress": overall.mean_progress,
             "mean_length": overall.mean_length,
+            "mean_peak_progress": overall.mean_peak_progress,
         },
     }
     if extra:
@@ -55,17 +55,23 @@ def build_report(results: Sequence[EvalResult], extra: Mapping[str, Any] | None 
     return _jsonable(report)
 
 
+def _peak(metrics: Mapping[str, Any]) -> str:
+    """The mean peak progress cell: '-' for reports that did not record it."""
+    peak = metrics.get("mean_peak_progress")
+    return "-" if peak is None else f"{peak:.3f}"
+
+
 def render_markdown(report: Mapping[str, Any], title: str = "Evaluation report") -> str:
     """Markdown summary: one table row per task plus an overall row."""
     lines = [f"# {title}", "",
-             "| task | episodes | success | 95% CI (Wilson) | mean progress | mean length |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+             "| task | episodes | success | 95% CI (Wilson) | mean progress | mean peak progress | mean length |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
 
     def row(name: str, m: Mapping[str, Any]) -> str:
         return (f"| {name} | {m['episodes']} | {m['success_rate']:.1%} "
                 f"({m['successes']}/{m['episodes']}) | "
                 f"[{m['ci_low']:.1%}, {m['ci_high']:.1%}] | "
-                f"{m['mean_progress']:.3f} | {m['mean_length']:.1f} |")
+                f"{m['mean_progress']:.3f} | {_peak(m)} | {m['mean_length']:.1f} |")
 
     for name, m in report["tasks"].items():
         lines.append(row(name, m))

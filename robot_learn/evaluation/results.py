@@ -19,6 +19,15 @@ class EpisodeResult:
     video: str | None = None  # path of its mp4, if one was written
     disturbances: dict[str, int] = field(default_factory=dict)  # kind -> times it happened (envs.disturbances)
     diverged: bool = False  # the simulation blew up (info["diverged"]): ended as a failure
+    peak_progress: float | None = None  # best info["progress"] during the episode
+
+
+def summarize_episodes(episodes: list[EpisodeResult]) -> SuccessSummary:
+    """:func:`summarize` over episodes; peak progress only when every episode recorded it."""
+    peaks = [e.peak_progress for e in episodes]
+    return summarize([e.success for e in episodes], [e.progress for e in episodes],
+                     [e.length for e in episodes],
+                     peak_progress=None if None in peaks else peaks)
 
 
 @dataclass
@@ -33,9 +42,7 @@ class EvalResult:
     @property
     def summary(self) -> SuccessSummary:
         """Success rate with its 95% Wilson interval, mean progress and length."""
-        return summarize([e.success for e in self.episodes],
-                         [e.progress for e in self.episodes],
-                         [e.length for e in self.episodes])
+        return summarize_episodes(self.episodes)
 
     @property
     def success_rate(self) -> float:

@@ -209,6 +209,7 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
     length = np.zeros(n, dtype=int)
     success = np.zeros(n, dtype=bool)
     progress = np.zeros(n, dtype=float)
+    peak = np.zeros(n, dtype=float)
     diverged = np.zeros(n, dtype=bool)
     disturbed: list[dict[str, int]] = [{} for _ in range(n)]
     frames: dict[int, list[np.ndarray]] = {}
@@ -229,6 +230,7 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
                 length[k] += 1
                 success[k] = bool(info["success"][k])
                 progress[k] = float(info["progress"][k])
+                peak[k] = max(peak[k], progress[k])
                 if "diverged" in info:  # an external env's simulation blew up (a failure)
                     diverged[k] = bool(info["diverged"][k])
                 if "disturbances" in info:  # counts so far, per kind (envs.disturbances)
@@ -248,4 +250,5 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
                                     fps=fps))
         results[ep] = EpisodeResult(seed=wave_seeds[k], success=bool(success[k]),
                                     progress=float(progress[k]), length=int(length[k]),
-                                    video=video, disturbances=disturbed[k], diverged=bool(diverged[k]))
+                                    video=video, disturbances=disturbed[k], diverged=bool(diverged[k]),
+                                    peak_progress=float(peak[k]))

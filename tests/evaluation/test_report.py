@@ -58,3 +58,20 @@ def test_plot_is_a_png_for_one_or_many_tasks(tmp_path, tasks):
 def test_write_report_rejects_empty_results(tmp_path):
     with pytest.raises(ValueError, match="at least one"):
         write_report([], tmp_path)
+
+
+def test_peak_progress_is_reported_when_every_episode_recorded_it(tmp_path):
+    """Diffusion Policy's PushT score is the best coverage during an episode: the report carries
+    its mean beside the final progress, and leaves it out (None, '-') for episodes without it."""
+    eps = [EpisodeResult(seed=i, success=False, progress=0.2, length=300, peak_progress=peak)
+           for i, peak in enumerate([0.9, 0.5])]
+    paths = write_report(EvalResult(task="pusht", episodes=eps), tmp_path / "peak")
+    report = json.loads(paths["json"].read_text())
+    assert report["tasks"]["pusht"]["mean_peak_progress"] == pytest.approx(0.7)
+    assert report["overall"]["mean_peak_progress"] == pytest.approx(0.7)
+    assert "| 0.200 | 0.700 | 300.0 |" in paths["markdown"].read_text()
+    assert "mean progress 0.200 (peak 0.700)" in EvalResult(task="pusht", episodes=eps).summary.describe()
+
+    old = write_report(_result("stack", [True, False]), tmp_path / "old")
+    assert json.loads(old["json"].read_text())["overall"]["mean_peak_progress"] is None
+    assert "| 0.650 | - | 60.0 |" in old["markdown"].read_text()

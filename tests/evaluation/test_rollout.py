@@ -39,9 +39,12 @@ def test_each_episode_reports_length_progress_and_success(result_with_videos):
     for ep in result.episodes:
         assert 1 <= ep.length <= MAX_STEPS
         assert 0.0 <= ep.progress <= 1.0
+        # the best progress during the episode is recorded too (never below the final one)
+        assert ep.progress <= ep.peak_progress <= 1.0
         # An untrained policy that does not finish runs into the step limit.
         assert ep.success or ep.length == MAX_STEPS
     assert result.summary.episodes == 3
+    assert result.summary.mean_peak_progress == pytest.approx(np.mean([e.peak_progress for e in result.episodes]))
 
 
 def test_videos_hold_every_step_of_the_first_episodes(result_with_videos):
