@@ -8,6 +8,7 @@ from pathlib import Path
 
 import gym_pusht  # noqa: F401
 import metaworld  # noqa: F401
+import yaml
 
 from robot_learn.data import EpisodeStore
 
@@ -82,3 +83,19 @@ def test_a_metaworld_task_without_a_yaml_trains_and_evaluates_by_name(tmp_path):
     assert out.returncode == 0, out.stderr
     episodes = json.loads((tmp_path / "eval" / "report.json").read_text())["tasks"][NO_YAML_TASK]["per_episode"]
     assert [(e["seed"], e["length"]) for e in episodes] == [(1_000_000, 5)]
+
+
+def test_pusht_image_gpu_preset_trains_and_acts_from_its_camera_at_full_size(tmp_path):
+    """The GPU preset for PushT's image variant, at its own size (on the CPU here): it
+    collects its one camera, trains and evaluates from pixels and `state`, no privileged key."""
+    out = run("train", "task=pusht", "policy=diffusion_image_gpu", "data.episodes=2", "train.steps=2",
+              "train.batch_size=4", "train.warmup_steps=1", "eval.episodes=1", "eval.max_steps=8",
+              "eval.videos=0", "hydra.run.dir=run", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "pusht / diffusion_image_gpu: success" in out.stdout
+    store = EpisodeStore.open(tmp_path / "data" / "pusht_demos_front_96.zarr")
+    assert store.episode(0)["steps"]["images/front"].shape[1:] == (96, 96, 3)
+    config = json.loads((tmp_path / "run" / "report.json").read_text())["config"]["policy"]
+    assert config["camera_names"] == ["front"] and config["down_dims"] == [256, 512, 1024]
+    saved = yaml.safe_load((tmp_path / "run" / "policy" / "config.yaml").read_text())["config"]
+    assert saved["state_dims"] == {"state": 2} and saved["vision_channels"] == [64, 128, 256, 512]

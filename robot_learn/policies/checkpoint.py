@@ -46,7 +46,7 @@ def resolve_policy_dir(path: str | Path) -> Path:
         raise PolicyLoadError(f"checkpoint '{path}' does not exist")
     if (path / CONFIG_FILE).is_file():
         return path
-    for sub in ("policy", "ema"):
+    for sub in ("ema", "policy"):  # a trainer checkpoint holds both: its EMA, as the run evaluates
         if (path / sub / CONFIG_FILE).is_file():
             return path / sub
     return path

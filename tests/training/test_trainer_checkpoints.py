@@ -7,6 +7,7 @@ import torch
 from training_fixtures import build_store, make_sampler, make_tiny_policy
 
 from robot_learn.policies import load_policy
+from robot_learn.policies.checkpoint import resolve_policy_dir
 from robot_learn.training import CheckpointError, Trainer, TrainConfig, find_latest_checkpoint
 from robot_learn.training.checkpoint import write_checkpoint
 
@@ -50,6 +51,10 @@ def test_checkpoints_hold_policy_ema_and_a_weights_only_trainer_state(store, tmp
     # The final policy in out_dir/policy is the EMA one.
     final = load_policy(tmp_path / "policy")
     assert all(torch.equal(a, b) for a, b in zip(final.parameters(), ema.parameters()))
+    # `robot-learn eval checkpoint=...` takes a run dir to its final policy and a kept
+    # checkpoint to its EMA weights, as the run's own evaluation does (not the live ones)
+    assert resolve_policy_dir(tmp_path) == tmp_path / "policy"
+    assert resolve_policy_dir(ckpt) == ckpt / "ema"
 
 
 def test_a_checkpoint_write_that_dies_midway_leaves_the_previous_one_as_latest(store, tmp_path):
