@@ -7,9 +7,8 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from robot_learn.evaluation.results import summarize_episodes
 from robot_learn.evaluation.plots import plot_success_per_task
-from robot_learn.evaluation.results import EvalResult
+from robot_learn.evaluation.results import EvalResult, summarize_episodes
 
 REPORT_VERSION = 1
 
