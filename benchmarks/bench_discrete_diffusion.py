@@ -324,7 +324,7 @@ def main() -> None:
                             "discrete_diffusion_pixels (cameras, state, instruction) with its frame encoder "
                             "pretrained on every task")
     train.add_argument("--resets", type=int, default=16000, help="--obs pixels: rendered scenes for the encoder "
-                       "(16000 with 6000 steps: 81%% and 66%% on the six tasks in two runs, 8000 with 3000: 56%%; "
+                       "(16000 with 6000 steps: 67%% pooled over three runs on the six tasks, 8000 with 3000: 56%% in one; "
                        "docs/benchmarks.md)")
     train.add_argument("--pretrain-steps", type=int, default=6000, help="--obs pixels: encoder pretraining steps")
     train.add_argument("--finetune-steps", type=int, default=0, help="--obs pixels: then fine-tune the frame "
