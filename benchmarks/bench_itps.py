@@ -5,8 +5,8 @@ biased_init, guided, stochastic; ``robot_learn.policies.diffusion.itps``) steeri
 state preset toward a point, and prints the median with a 95% confidence interval
 (distribution-free, from order statistics) and the median's ratio to plain sampling.
 Weights are random: latency does not depend on them, alignment does (this script
-measures no alignment). Samplers are interleaved run by run so that load from other
-processes hits them alike.
+measures no alignment; bench_itps_modes.py does, on a trained policy). Samplers are
+interleaved run by run so that load from other processes hits them alike.
 
     .venv/bin/python benchmarks/bench_itps.py [--runs 30] [--warmup 3] [--threads 1] [--scheduler ddim]
 """

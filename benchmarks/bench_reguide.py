@@ -20,26 +20,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
-import sys
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import torch
-from train_settings import cli_train_config  # benchmarks/ is on sys.path when run as a script
+from train_settings import demos_and_state_policy, start_run  # benchmarks/ is on sys.path when run as a script
 
-from robot_learn.data import EpisodeStore, WindowSampler
+from robot_learn.data import EpisodeStore
 from robot_learn.envs import make_sim_robot
-from robot_learn.envs.demos import collect_demos
 from robot_learn.envs.registry import task_spec
 from robot_learn.evaluation import evaluate
 from robot_learn.loops.sources import run_session
-from robot_learn.policies import diffusion_state_config, load_policy
+from robot_learn.policies import load_policy
 from robot_learn.policies.diffusion.phase_guidance import PCGSettings
 from robot_learn.policies.phase_prototypes import PhaseSettings
-from robot_learn.training import Trainer, build_policy_for_view
 from robot_learn.training.phase_guide import build_phase_guide, load_phase_guide
 
 
@@ -58,31 +53,11 @@ def main() -> None:
     parser.add_argument("--phases", type=int, default=4)
     parser.add_argument("--horizon", type=int, default=8)
     parser.add_argument("--guide-steps", type=int, default=2000)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default="outputs/bench_reguide")
-    args = parser.parse_args()
-    sys.stdout.reconfigure(line_buffering=True)
-    torch.set_num_threads(args.threads)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    print(f"config: {vars(args)}; python {platform.python_version()}, torch {torch.__version__}")
+    args, out = start_run(parser, "outputs/bench_reguide")
     t0 = time.perf_counter()
 
-    demos_path = out / "demos.zarr"
-    if not demos_path.exists():
-        collect_demos(args.task, args.demos, demos_path, cameras=(), progress_bar=False)
-    demos = EpisodeStore.open(demos_path).view(success=True)
-    if args.policy_dir:
-        policy_dir = Path(args.policy_dir)
-    else:
-        policy_dir = out / "base" / "policy"
-        if not (policy_dir / "config.yaml").is_file():
-            policy = build_policy_for_view(diffusion_state_config(), demos)
-            sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
-                                    action_horizon=policy.action_horizon, batch_size=64)
-            train = cli_train_config(steps=args.train_steps, batch_size=64, device="cpu", num_threads=args.threads,
-                                     progress_bar=False, out_dir=str(out / "base"), ckpt_every=0)
-            load_policy(Trainer(policy, sampler, train).fit()["final_policy_dir"]).save(policy_dir)
+    demos, policy_dir = demos_and_state_policy(out, args.task, args.demos, args.train_steps, args.threads,
+                                               args.policy_dir)
     policy = load_policy(policy_dir)
     t_base = time.perf_counter()
 

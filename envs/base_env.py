@@ -135,7 +135,7 @@ class TabletopEnv(gym.Env):
         self.template_index = 0
         self.instruction = ""
         self.steps = 0
-        self._contact_cache: tuple[bool, bool, bool] | None = None
+        self._contact_cache: dict[str, tuple[bool, bool, bool]] = {}
 
         self.action_space = spaces.Box(
             low=POSE_LOW if action_mode == "pose" else self._ctrl_low.astype(np.float32),
@@ -174,6 +174,7 @@ class TabletopEnv(gym.Env):
         self.params = self.task.sample_params(rng, spread, self.drop_spot)  # ValueError lists the valid spreads
         names = rng.choice(len(COLOUR_NAMES), size=len(self.layout.roles), replace=False)
         self.colours = {r: COLOUR_NAMES[i] for r, i in zip(self.layout.roles, names)}
+        self.colours.update(self.task.fixed_colours or {})
         self.template_index = int(rng.integers(len(self.task.templates)))
         if swap:
             self.params, self.colours = self.task.swap_roles(self.params, self.colours)
@@ -189,7 +190,7 @@ class TabletopEnv(gym.Env):
         self.data.time = 0.0
         mujoco.mj_forward(self.model, self.data)
         self.steps = 0
-        self._contact_cache = None
+        self._contact_cache = {}
         return self._obs(), self._info()
 
     def step(self, action):
@@ -199,7 +200,7 @@ class TabletopEnv(gym.Env):
         # mj_step leaves derived quantities at the pre-integration state;
         # one forward pass makes poses and contacts match the new qpos.
         mujoco.mj_forward(self.model, self.data)
-        self._contact_cache = None
+        self._contact_cache = {}
         self.steps += 1
         info = self._info()
         terminated = info["success"]
@@ -260,28 +261,28 @@ class TabletopEnv(gym.Env):
         q = self.data.qpos[self.layout.arm_qpos]
         return self.data.site_xpos[self.layout.tcp_site], arm.tcp_yaw(q[0], q[4])
 
-    def _pad_contacts(self) -> tuple[bool, bool, bool]:
-        """(left pad touches move object, right pad touches it, any pad touches it)."""
-        if self._contact_cache is None:
+    def pad_contacts(self, role: str = "move") -> tuple[bool, bool, bool]:
+        """(left pad touches the object of ``role``, right pad touches it, any pad touches it)."""
+        if role not in self._contact_cache:
             n = self.data.ncon
             left = right = False
             if n:
                 g = self.data.contact.geom[:n]
-                obj = np.isin(g, self.layout.role_geoms["move"])
+                obj = np.isin(g, self.layout.role_geoms[role])
                 pl, pr = self.layout.pad_geoms
                 left = bool(np.any((obj[:, 0] & (g[:, 1] == pl)) | (obj[:, 1] & (g[:, 0] == pl))))
                 right = bool(np.any((obj[:, 0] & (g[:, 1] == pr)) | (obj[:, 1] & (g[:, 0] == pr))))
-            self._contact_cache = (left, right, left or right)
-        return self._contact_cache
+            self._contact_cache[role] = (left, right, left or right)
+        return self._contact_cache[role]
 
     def is_held(self) -> bool:
-        """Both finger pads touch the object to move."""
-        left, right, _ = self._pad_contacts()
+        """Both finger pads touch the object being moved (``task.moved_role``)."""
+        left, right, _ = self.pad_contacts(self.task.moved_role(self))
         return left and right
 
     def is_released(self) -> bool:
-        """No finger pad touches the object to move."""
-        return not self._pad_contacts()[2]
+        """No finger pad touches the object being moved."""
+        return not self.pad_contacts(self.task.moved_role(self))[2]
 
     def shift_object(self, role: str, offset_xy: np.ndarray) -> None:
         """Move a free object horizontally by ``offset_xy`` (m) and stop it (a push from
@@ -292,7 +293,7 @@ class TabletopEnv(gym.Env):
         self.data.qpos[a : a + 2] += np.asarray(offset_xy, dtype=np.float64)
         self.data.qvel[dof : dof + 6] = 0.0
         mujoco.mj_forward(self.model, self.data)
-        self._contact_cache = None
+        self._contact_cache = {}
 
     # ----- observations ----------------------------------------------------------
     def _obs(self) -> dict[str, Any]:
@@ -319,11 +320,20 @@ class TabletopEnv(gym.Env):
         which a role swap (``reset(options={"swap_roles": True})``) leaves unchanged:
         only the instruction tells the objects' roles apart. Per slot: position (3),
         (w, x, y, z) quaternion (4), colour one-hot (len(COLOUR_NAMES)); unused slots
-        (a family without a distractor) are zeros.
+        (a family without a distractor) are zeros. A task with several look-alike movable
+        objects (``bin_either``) lists the one nearest the gripper, the target, then the others.
         """
         out = np.zeros((OBJECT_SLOTS, OBJECT_FEATURES), dtype=np.float32)
-        by_colour = sorted(self.layout.roles, key=lambda role: COLOUR_NAMES.index(self.colours[role]))
-        for slot, role in enumerate(by_colour):
+        order = sorted(self.layout.roles, key=lambda role: COLOUR_NAMES.index(self.colours[role]))
+        movable = self.task.movable_roles
+        if len(movable) > 1:
+            # Look-alike movable objects, any of which may go (bin_either): the one nearest the
+            # gripper first, then the target, then the rest. No instruction names one, so the
+            # order gives nothing away, and the object being fetched keeps the first slot.
+            tcp = self.tcp_pose()[0]
+            near = sorted(movable, key=lambda role: float(np.linalg.norm(self.object_pose(role)[0] - tcp)))
+            order = [near[0], "target", *near[1:]]
+        for slot, role in enumerate(order):
             pos, quat = self.object_pose(role)
             out[slot, :3] = pos
             out[slot, 3:7] = quat
@@ -422,7 +432,7 @@ class TabletopEnv(gym.Env):
         self._apply_colours()
         mujoco.mj_setState(self.model, self.data, s[_HEADER + N_PARAMS :], self._state_spec)
         mujoco.mj_forward(self.model, self.data)
-        self._contact_cache = None
+        self._contact_cache = {}
 
     def reset_to_state(self, state: np.ndarray) -> dict[str, Any]:
         """Load a saved state as the start of a new episode (step count 0); returns obs."""

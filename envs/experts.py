@@ -1,6 +1,7 @@
 """Scripted pick-and-place experts with phases and a noise knob.
 
-One expert class serves every task: it grasps the ``move`` object and puts it
+One expert class serves every task: it grasps the ``move`` object (in a task with
+several movable objects, one drawn at random per episode) and puts it
 where the task's ``move_goal`` says (on the other cube, into the hole or bin
 for forward tasks; at the sampled drop spot on the table for reverse tasks).
 
@@ -74,6 +75,10 @@ class PickPlaceExpert:
         self.overshoot = self._sample_overshoot()
         self.last_action: np.ndarray | None = None
         self.hold_steps = 0
+        # A task with several movable objects (two identical cubes): pick one at random, so
+        # the demos hold every mode. One-object tasks draw nothing, keeping their noise stream.
+        roles = self.env.task.movable_roles
+        self.role = str(roles[int(self.rng.integers(len(roles)))]) if len(roles) > 1 else roles[0]
 
     def act(self, obs=None, env=None) -> np.ndarray:
         """Next pose action [x, y, z, yaw, gripper] (float32)."""
@@ -102,7 +107,7 @@ class PickPlaceExpert:
         return np.append(self.rng.uniform(-0.03, 0.03, 2) * min(self.noise, 1.0), 0.0)
 
     def _grasp_point(self) -> tuple[np.ndarray, float]:
-        pos, quat = self.env.object_pose("move")
+        pos, quat = self.env.object_pose(self.role)
         grasp = pos + [0.0, 0.0, self.env.task.move_kind.grasp_dz]
         # Cube and square peg repeat every quarter turn: pick the grasp yaw that
         # keeps wrist_roll near zero (yaw near the pan angle), far from the
@@ -159,7 +164,7 @@ class PickPlaceExpert:
         if self.phase == LIFT:
             wp = np.array([self.cmd[0], self.cmd[1], task.carry_z, self.cmd[3]])
             if self._reached(wp, tcp):
-                pos, quat = env.object_pose("move")
+                pos, quat = env.object_pose(self.role)
                 # Grasp offset and object yaw in the hand, measured in the air
                 # once, so the place target does not chase its own motion.
                 self.offset = pos - tcp

@@ -10,7 +10,7 @@ from .base_env import TabletopEnv
 from .experts import PickPlaceExpert
 from .external import EXTERNAL_NAMES, check_external_task, is_external_task, make_external_env, make_external_expert
 from .task_base import DEFAULT_DROP_SPOT, FamilyTask
-from .task_bin import BinTask
+from .task_bin import BinEitherTask, BinTask
 from .task_peg import PegTask
 from .task_stack import StackTask
 
@@ -33,6 +33,7 @@ class TaskSpec:
 
 
 _FAMILY_CLASSES: dict[str, type[FamilyTask]] = {"stack": StackTask, "peg": PegTask, "bin": BinTask}
+_TASK_CLASSES: dict[str, type[FamilyTask]] = {"bin_either": BinEitherTask}  # tasks not their family's class
 
 # The zero-noise expert needs ~45-60 steps; max_steps leaves room for noisy
 # experts that hesitate, overshoot or re-grasp.
@@ -50,14 +51,22 @@ _SPECS = (
     TaskSpec("bin_take", "bin", "reverse", "bin_place", "robot_learn/BinTake-v0", 100,
              "take the cube out of the bin and put it on the table"),
 )
-TASK_SPECS: dict[str, TaskSpec] = {s.name: s for s in _SPECS}
-TASK_NAMES: tuple[str, ...] = tuple(TASK_SPECS)
+# Tasks outside the paired suite: ``bin_either`` has two valid modes (either of two identical
+# cubes goes into the bin), for steering. Its partner is its family's reverse task.
+_MODE_SPECS = (
+    TaskSpec("bin_either", "bin", "forward", "bin_take", "robot_learn/BinEither-v0", 100,
+             "put either of two identical cubes into a bin (two valid modes)"),
+)
+TASK_SPECS: dict[str, TaskSpec] = {s.name: s for s in _SPECS + _MODE_SPECS}
+# The suite: three families, each a forward and a reverse task (multi-task training and benchmarks).
+TASK_NAMES: tuple[str, ...] = tuple(s.name for s in _SPECS)
+ALL_TASK_NAMES: tuple[str, ...] = tuple(TASK_SPECS)
 
 
 def task_spec(name: str) -> TaskSpec:
     """The ``TaskSpec`` of a task; ValueError lists the valid names."""
     if name not in TASK_SPECS:
-        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(TASK_NAMES)}; "
+        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(ALL_TASK_NAMES)}; "
                          f"external (extra 'bench'): {', '.join(EXTERNAL_NAMES)}")
     return TASK_SPECS[name]
 
@@ -111,7 +120,7 @@ def make_env(
 def family_task(name: str) -> FamilyTask:
     """The ``FamilyTask`` (templates, goals, success test) of one of our tasks."""
     spec = task_spec(name)
-    return _FAMILY_CLASSES[spec.family](forward=spec.variant == "forward")
+    return _TASK_CLASSES.get(name, _FAMILY_CLASSES[spec.family])(forward=spec.variant == "forward")
 
 
 def make_expert(name: str, noise: float = 0.0, seed: int | None = None) -> PickPlaceExpert:
@@ -124,7 +133,7 @@ def make_expert(name: str, noise: float = 0.0, seed: int | None = None) -> PickP
 
 def register_envs() -> None:
     """Register every task under its gymnasium id (idempotent)."""
-    for spec in _SPECS:
+    for spec in TASK_SPECS.values():
         if spec.gym_id not in gym.registry:
             # The passive checker rejects the empty images Dict of camera-less
             # envs (the contract's ``images == {}``); tests run the full

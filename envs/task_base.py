@@ -90,6 +90,11 @@ class FamilyTask:
     carry_z: float = 0.11  # grasp-centre height while carrying
     goal_tolerance: float = 0.02  # horizontal, for the "placed" phase test
     spot_distance: float = 0.1  # target centre to spot centre
+    # Roles the task may move: a two-mode task (``task_bin.BinEitherTask``) lets either of two
+    # identical objects go into the target (both wear one colour, by ``fixed_colours``).
+    movable_roles: tuple[str, ...] = ("move",)
+    # Colours every episode of the task wears (role -> colour name), in place of the random draw.
+    fixed_colours: dict[str, str] | None = None
 
     def __init__(self, forward: bool):
         self.forward = forward
@@ -232,6 +237,11 @@ class FamilyTask:
         raise NotImplementedError
 
     # ----- shared success / progress / phase -------------------------------------
+    def moved_role(self, env: "TabletopEnv") -> str:
+        """The role being moved, whose pose, grasp and speed success and phase read
+        (``move`` unless the task has several ``movable_roles``)."""
+        return "move"
+
     def move_goal(self, env: "TabletopEnv") -> np.ndarray:
         """Object-centre position the expert releases at, for this variant."""
         if self.forward:
@@ -247,7 +257,7 @@ class FamilyTask:
 
     def placement_error(self, env: "TabletopEnv") -> float:
         """Horizontal distance (m) of the object from where it should go."""
-        pos, _ = env.object_pose("move")
+        pos, _ = env.object_pose(self.moved_role(env))
         return float(np.linalg.norm(pos[:2] - self.move_goal(env)[:2]))
 
     def placed(self, env: "TabletopEnv") -> bool:
@@ -256,7 +266,7 @@ class FamilyTask:
             return self.in_target(env)
         # Reverse: standing upright on the spot (or, dropping anywhere, on the table clear
         # of the target), not merely knocked off.
-        pos, quat = env.object_pose("move")
+        pos, quat = env.object_pose(self.moved_role(env))
         upright_on_table = pos[2] < self.move_kind.rest_z + 0.005 and self.tilt(quat) < 0.3
         if env.drop_spot == DEFAULT_DROP_SPOT:
             return bool(upright_on_table and self.placement_error(env) < SPOT_TOLERANCE)
@@ -264,13 +274,13 @@ class FamilyTask:
         return bool(upright_on_table and np.linalg.norm(pos[:2] - env.object_pose("target")[0][:2]) > clear)
 
     def success(self, env: "TabletopEnv") -> bool:
-        return self.placed(env) and env.is_released() and env.object_speed("move") < STILL_SPEED
+        return self.placed(env) and env.is_released() and env.object_speed(self.moved_role(env)) < STILL_SPEED
 
     def progress(self, env: "TabletopEnv", success: bool) -> float:
         """Dense staged progress: reach 0-0.3, grasp 0.4, lift/carry to 0.9, placed 0.95, done 1."""
         if success:
             return 1.0
-        pos, _ = env.object_pose("move")
+        pos, _ = env.object_pose(self.moved_role(env))
         if env.is_held():
             lift = min(max((pos[2] - self.move_kind.rest_z) / 0.04, 0.0), 1.0)
             carry = 1.0 - min(self.placement_error(env) / 0.15, 1.0)
@@ -284,9 +294,9 @@ class FamilyTask:
     def phase(self, env: "TabletopEnv", success: bool) -> int:
         """The expert's phase for the current state (defined whoever drives)."""
         tcp, _ = env.tcp_pose()
-        pos, _ = env.object_pose("move")
         if success:
             return RETREAT
+        pos, _ = env.object_pose(self.moved_role(env))
         if env.is_held():
             if self.placement_error(env) < self.goal_tolerance:
                 return LOWER if pos[2] > self.move_goal(env)[2] + 0.01 else RELEASE

@@ -194,6 +194,19 @@ def test_eval_rejects_a_directory_that_is_not_a_checkpoint(run_cli, tmp_path):
 torch.set_num_threads(1)
 
 
+def test_train_the_two_mode_task_with_a_state_policy_reading_objects(trained, run_cli):
+    """task=bin_either (either of two identical cubes into the bin): a diffusion_state policy
+    reading every object's pose, as the task's config says."""
+    tmp, _ = trained
+    out = run_cli("train", "task=bin_either", "policy=diffusion_state", "+policy.state_dims={state: 10, objects: 45}",
+                  "train=fast", "data.episodes=2", "data.cameras=[]", "eval.episodes=1", "eval.videos=0",
+                  "eval.max_steps=4", "run_dir=run_either", *TINY_POLICY, cwd=tmp, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    store = EpisodeStore.open(tmp / "data" / "bin_either_demos.zarr")
+    assert store.schema["objects"]["shape"] == [45] and store.view(success=True).num_episodes == 2
+    assert "bin_either" in json.loads((tmp / "run_either" / "report.json").read_text())["tasks"]
+
+
 def test_train_object_slot_vla_collects_the_objects_key(trained, run_cli):
     """policy=discrete_diffusion_objects: demos record the colour-ordered object slots."""
     tmp, _ = trained

@@ -93,3 +93,14 @@ def test_select_action_plans_its_chunks_with_the_steered_sampler():
     assert torch.equal(action, steered(history, generator=seeded(6))[:, TO - 1])
     policy.drop_queued_actions()  # a new request: the next action comes from a fresh chunk
     assert len(policy._action_queue) == 0
+
+
+@pytest.mark.parametrize("sampler", ["guided", "stochastic"])
+def test_gradient_samplers_steer_under_inference_mode_as_evaluation_runs_them(sampler):
+    """evaluate() and sessions sample under torch.inference_mode, where autograd is off: the
+    sampler steps out of it, so the chunk matches one sampled outside (it used to raise)."""
+    policy = pose_policy()
+    outside = steer(policy, sampler, seed=3)
+    with torch.inference_mode():
+        inside = steer(policy, sampler, seed=3)
+    assert torch.allclose(inside, outside, atol=1e-6)

@@ -21,6 +21,7 @@ the denoiser, so guidance costs one objective evaluation per denoiser call.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -133,3 +134,14 @@ def output_for_clean(model_output: torch.Tensor, clean: torch.Tensor, steered: t
         return steered
     # eps' = eps + sqrt(abar / (1 - abar)) (x0_hat - x0_hat'): exact, and eps itself when unguided.
     return model_output + (abar / (1.0 - abar)).sqrt() * (clean - steered)
+
+
+def ordinary_tensors(tree: Any) -> Any:
+    """Clones of every tensor in ``tree`` (nested mappings), made where this is called: under
+    ``torch.inference_mode(False)`` they are tensors autograd can use, unlike inference-mode ones
+    (evaluation samples under inference mode; a guidance gradient needs ordinary tensors)."""
+    if isinstance(tree, torch.Tensor):
+        return tree.clone()
+    if isinstance(tree, Mapping):
+        return {k: ordinary_tensors(v) for k, v in tree.items()}
+    return tree

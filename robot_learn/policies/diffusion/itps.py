@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from robot_learn.policies.config_checks import check_at_least, check_choice
-from robot_learn.policies.diffusion.guidance import Guidance
+from robot_learn.policies.diffusion.guidance import Guidance, ordinary_tensors
 
 ITPS_SAMPLERS = ("random", "post_hoc", "biased_init", "guided", "stochastic")
 
@@ -82,9 +82,13 @@ class SteeredSampler:
         if check_horizon is not None:
             check_horizon(policy.action_horizon)
 
-    @torch.no_grad()
     def __call__(self, obs: dict[str, Any], generator: torch.Generator | None = None) -> torch.Tensor:
-        """An unnormalised steered chunk ``[B, action_horizon, A]``."""
+        """An unnormalised steered chunk ``[B, action_horizon, A]``. Under inference mode too
+        (``evaluate``, sessions): it samples outside it, on copies of the observations."""
+        with torch.inference_mode(False), torch.no_grad():
+            return self._sample(ordinary_tensors(obs), generator)
+
+    def _sample(self, obs: dict[str, Any], generator: torch.Generator | None) -> torch.Tensor:
         sampler, policy = self.settings.sampler, self.policy
         if sampler == "random":
             return policy.predict_action_chunk(obs, generator=generator)

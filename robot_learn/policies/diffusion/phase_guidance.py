@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from robot_learn.policies.diffusion.guidance import Guidance
+from robot_learn.policies.diffusion.guidance import Guidance, ordinary_tensors
 from robot_learn.policies.frame_encoder import FEATURES_KEY
 from robot_learn.policies.latent_dynamics import STATE_ENCODER, LatentDynamics
 from robot_learn.policies.phase_prototypes import PhasePrototypes
@@ -154,7 +154,7 @@ class PhaseGuidedSampler:
         # Evaluation samples under inference_mode, whose tensors autograd cannot use: leave it
         # and copy the observations into ordinary tensors for the guidance gradient.
         with torch.inference_mode(False):
-            obs = _ordinary(obs)
+            obs = ordinary_tensors(obs)
             current = self.features(obs)
             self._advance(current)
             self.objective.current, self.objective.phase, self.objective.guided = current, self.phase, None
@@ -164,11 +164,3 @@ class PhaseGuidedSampler:
         self.guided_chunks += 0 if guided is None else int(guided.sum())
         return chunk
 
-
-def _ordinary(tree: Any) -> Any:
-    """Clones of every tensor in ``tree`` made outside inference mode."""
-    if isinstance(tree, torch.Tensor):
-        return tree.clone()
-    if isinstance(tree, Mapping):
-        return {k: _ordinary(v) for k, v in tree.items()}
-    return tree
