@@ -33,9 +33,9 @@ def test_a_bug_keeps_its_traceback():
     (("collect", "noise=loud"), "noise must be a number, got 'loud'"),
     (("collect", "foo.bar=1"), "Could not override 'foo.bar'"),
     (("collect", "episodes=[1"), "episodes=[1"),
-    (("train", "task=stak"), "Could not find 'task/stak'; Available options in 'task': bin_place, bin_take"),
+    (("train", "task=stak"), "Could not find 'task/stak'; Available options in 'task': bin_either, bin_place, bin_take"),
     (("eval", "task=stack"), "missing required setting checkpoint; give checkpoint=... on the command line"),
-    (("eval", "checkpoint=x"), "You must specify 'task', e.g, task=<OPTION>; Available options: bin_place, "),
+    (("eval", "checkpoint=x"), "You must specify 'task', e.g, task=<OPTION>; Available options: bin_either, bin_place, "),
     (("hitl",), "missing required setting policy_dir"),
     (("eval", "task=stack", "checkpoint=x", "device=bogus"), "unknown device 'bogus'; valid devices: auto, cpu, cuda"),
     (("eval", "task=stack", "checkpoint=x", "episodes=0"), "episodes must be >= 1, got 0"),
@@ -64,7 +64,7 @@ def test_eval_help_without_a_task_shows_the_config(tmp_path, monkeypatch, capsys
         main(["eval", "--help"])
     assert done.value.code == 0
     out = capsys.readouterr().out
-    assert "note: task=... is required (choices: bin_place, bin_take" in out
+    assert "note: task=... is required (choices: bin_either, bin_place, bin_take" in out
     assert "checkpoint: ???" in out and "episodes: 50" in out
 
 
