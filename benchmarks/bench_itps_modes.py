@@ -41,7 +41,6 @@ from robot_learn.policies.diffusion.itps import ITPS_SAMPLERS, ITPSSettings, Ste
 from robot_learn.policies.steering_objectives import PointObjective
 
 TASK = "bin_either"
-ROLES = ("move", "distractor")
 
 
 class TimedSampler:
@@ -61,7 +60,7 @@ def run_episode(policy, env, seed: int, sampler_name: str, args, times: list[flo
     """One steered episode; which cube was grasped first and which ended in the bin."""
     obs, info = env.reset(seed=seed)
     task = env.unwrapped.task
-    pointed = ROLES[seed % 2]
+    pointed = task.movable_roles[seed % 2]
     point = env.object_pose(pointed)[0] + np.array([0.0, 0.0, args.above])
     objective = PointObjective(point.tolist(), action_dim=policy.action_dim, start=policy.obs_horizon - 1)
     steered = TimedSampler(SteeredSampler(policy, objective, ITPSSettings(sampler=sampler_name)), times)

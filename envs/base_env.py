@@ -320,20 +320,11 @@ class TabletopEnv(gym.Env):
         which a role swap (``reset(options={"swap_roles": True})``) leaves unchanged:
         only the instruction tells the objects' roles apart. Per slot: position (3),
         (w, x, y, z) quaternion (4), colour one-hot (len(COLOUR_NAMES)); unused slots
-        (a family without a distractor) are zeros. A task with several look-alike movable
-        objects (``bin_either``) lists the one nearest the gripper, the target, then the others.
+        (a family without a distractor) are zeros. The task sets the order
+        (``object_slot_order``): ``bin_either`` lists the cube nearest the gripper first.
         """
         out = np.zeros((OBJECT_SLOTS, OBJECT_FEATURES), dtype=np.float32)
-        order = sorted(self.layout.roles, key=lambda role: COLOUR_NAMES.index(self.colours[role]))
-        movable = self.task.movable_roles
-        if len(movable) > 1:
-            # Look-alike movable objects, any of which may go (bin_either): the one nearest the
-            # gripper first, then the target, then the rest. No instruction names one, so the
-            # order gives nothing away, and the object being fetched keeps the first slot.
-            tcp = self.tcp_pose()[0]
-            near = sorted(movable, key=lambda role: float(np.linalg.norm(self.object_pose(role)[0] - tcp)))
-            order = [near[0], "target", *near[1:]]
-        for slot, role in enumerate(order):
+        for slot, role in enumerate(self.task.object_slot_order(self)):
             pos, quat = self.object_pose(role)
             out[slot, :3] = pos
             out[slot, 3:7] = quat

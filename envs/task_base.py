@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .scene import FAMILY_OBJECTS
+from .scene import COLOUR_NAMES, FAMILY_OBJECTS
 from .start_spread import NOMINAL_SEED, WIDE, StartSpread, start_spread
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -241,6 +241,11 @@ class FamilyTask:
         """The role being moved, whose pose, grasp and speed success and phase read
         (``move`` unless the task has several ``movable_roles``)."""
         return "move"
+
+    def object_slot_order(self, env: "TabletopEnv") -> list[str]:
+        """Roles in the order of the ``objects`` observation's slots: by colour (palette
+        order), so a role swap leaves the observation unchanged."""
+        return sorted(env.layout.roles, key=lambda role: COLOUR_NAMES.index(env.colours[role]))
 
     def move_goal(self, env: "TabletopEnv") -> np.ndarray:
         """Object-centre position the expert releases at, for this variant."""
