@@ -7,7 +7,11 @@ Each arm is one round of ``robot-learn improve`` from the same base policy:
 - ``imagined:<scorer>``: ``loop=world_model``, N rollouts imagined by the world model, the
   ones ``<scorer>`` (``nearest`` or a success-model dir) judges successful kept;
 
-both fine-tuned the same way (the loop's ``train_steps``, base demos mixed in). Then
+both fine-tuned the same way (the loop's ``train_steps``, base demos mixed in). With
+``--grpo ITERATIONS`` (a discrete-diffusion base policy), two more arms update the policy by
+GRPO (``loop=grpo``: groups of ``--group-size`` rollouts from ``--groups`` starts per
+iteration, binary success as the reward), in MuJoCo (``grpo:sim``) and in the world model
+with each scorer (``grpo:imagined:<scorer>``). Then
 ``robot-learn eval`` of the base and of each arm's policy on the same held-out seeds, so
 the arms are paired: the table gives success [95% CI], and the episodes won only by the
 arm or only by the base with the exact McNemar p.
@@ -15,6 +19,8 @@ arm or only by the base with the exact McNemar p.
     .venv/bin/python benchmarks/bench_wm_improve.py --world-model outputs/wm/bin_place_residual_s32 \\
         --base-policy outputs/train/px_front64b/checkpoints/step_0004000/ema --rollouts 50 --eval-episodes 50 \\
         --scorers nearest outputs/wm/bin_place_residual_s32/success_model
+    .venv/bin/python benchmarks/bench_wm_improve.py --world-model outputs/wm/RUN --base-policy VLA_DIR \
+        --policy-args "$VLA_FRONT_64" --grpo 4 --no-finetune-arms --out outputs/bench_wm_grpo
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pathlib import Path
 # `improve` renders the cameras it names and finds the demo store from it.
 FRONT_64 = ("policy=diffusion_pixels policy.image_size=64 policy.frame_encoder.cameras=[front] "
             "+policy.frame_encoder.image_size=64")
+VLA_FRONT_64 = FRONT_64.replace("policy=diffusion_pixels", "policy=discrete_diffusion_pixels")
 
 
 def cli(*args: str) -> None:
@@ -73,16 +80,30 @@ def main() -> None:
     parser.add_argument("--scorers", nargs="+", default=["nearest"], help="nearest and/or success-model dirs")
     parser.add_argument("--policy-args", default=FRONT_64, help="the policy group of the base policy")
     parser.add_argument("--image-size", type=int, default=64, help="the base policy's camera size")
+    parser.add_argument("--grpo", type=int, default=0, metavar="ITERATIONS",
+                        help="> 0: add GRPO arms (a discrete-diffusion base policy) of this many iterations")
+    parser.add_argument("--groups", type=int, default=8, help="GRPO starts per iteration")
+    parser.add_argument("--group-size", type=int, default=8, help="GRPO rollouts per start")
+    parser.add_argument("--grpo-args", default="", help="more loop.* overrides for the GRPO arms (e.g. loop.lr=1e-4)")
+    parser.add_argument("--no-finetune-arms", action="store_true",
+                        help="skip the success-filtered fine-tuning arms (sim, imagined:<scorer>)")
     parser.add_argument("--out", default="outputs/bench_wm_improve")
     args = parser.parse_args()
     out = Path(args.out)
     common = ["rounds=1", f"task={args.task}", f"base_policy={args.base_policy}", "base_eval=false",
               f"loop.episodes={args.rollouts}", f"loop.train_steps={args.train_steps}", "loop.eval_episodes=1",
               *shlex.split(args.policy_args)]
-    arms = {"sim": ["loop=autonomous"]}
-    for scorer in args.scorers:
+    arms = {} if args.no_finetune_arms else {"sim": ["loop=autonomous"]}
+    for scorer in [] if args.no_finetune_arms else args.scorers:
         arms[f"imagined:{Path(scorer).name}"] = ["loop=world_model", f"loop.world_model={args.world_model}",
                                                  f"loop.scorer={scorer}"]
+    if args.grpo:
+        grpo = ["loop=grpo", f"loop.iterations={args.grpo}", f"loop.groups={args.groups}",
+                f"loop.group_size={args.group_size}", *shlex.split(args.grpo_args)]
+        arms["grpo:sim"] = [*grpo, "loop.sources=[autonomous]"]
+        for scorer in args.scorers:
+            arms[f"grpo:imagined:{Path(scorer).name}"] = [*grpo, f"loop.world_model={args.world_model}",
+                                                          f"loop.scorer={scorer}"]
     results = {"base": evaluate(args.base_policy, args.task, args.eval_episodes, out / "eval_base", args.image_size)}
     kept, seconds = {}, {}
     for name, loop in arms.items():
@@ -97,8 +118,11 @@ def main() -> None:
                                  args.image_size)
 
     base = results["base"]
-    print(f"\n{args.task}: base {args.base_policy}, {args.rollouts} rollouts per arm, {args.train_steps} fine-tuning "
-          f"steps, {args.eval_episodes} held-out seeds from 1,000,000 in MuJoCo")
+    print(f"\n{args.task}: base {args.base_policy}, {args.rollouts} rollouts per fine-tuning arm, {args.train_steps} "
+          f"fine-tuning steps, {args.eval_episodes} held-out seeds from 1,000,000 in MuJoCo")
+    if args.grpo:
+        print(f"GRPO arms: {args.grpo} iterations x {args.groups} groups x {args.group_size} rollouts; the kept "
+              f"column counts their rollouts that succeeded (or were judged to)")
     print("| arm | rollouts kept as successes | success [95% CI] | won only by arm / only by base | McNemar p | "
           "arm wall s |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")

@@ -134,8 +134,7 @@ def improve_app(cfg: DictConfig) -> int:
     method = make_method(ctx, loop_cfg)
 
     def one_round(r: int, policy_dir: Path):
-        print(f"round {r}: collect {loop_cfg.episodes} -> curate ({loop_cfg.method}) -> "
-              f"{loop_cfg.train_mode} {loop_cfg.train_steps} steps -> evaluate {loop_cfg.eval_episodes}")
+        print(f"round {r}: {method.round_plan()}")
         new_dir, numbers = method.run_round(r, policy_dir)
         print(f"round {r}: success {numbers['success_rate']:.1%} [{numbers['ci_low']:.1%}, {numbers['ci_high']:.1%}], "
               f"human {numbers['human_seconds']:.1f} s, interventions/ep {numbers['interventions_per_episode']:.2f}")

@@ -80,7 +80,7 @@ def observation_shapes(space: gym.spaces.Dict) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _policy_obs(obs: dict[str, Any], needed: dict[str, tuple[int, ...]],
+def vector_policy_obs(obs: dict[str, Any], needed: dict[str, tuple[int, ...]],
                 num_envs: int) -> dict[str, Any]:
     """The part of a vector-env observation the policy reads (``needed`` is its
     ``obs_shapes``), plus the instructions as a list of str. Dropping the rest
@@ -222,7 +222,7 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
     with torch.inference_mode():
         while active.any():
             steer = {} if predict is None else {"predict": predict}  # plain policies need not take it
-            action = policy.select_action(_policy_obs(obs, needed, n), generator=generator, **steer)
+            action = policy.select_action(vector_policy_obs(obs, needed, n), generator=generator, **steer)
             action = action.detach().cpu().numpy().astype(np.float32)
             obs, _, terminated, truncated, info = envs.step(action)
             ended = np.asarray(terminated) | np.asarray(truncated)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from robot_learn.loops.autonomous import Autonomous
+from robot_learn.loops.grpo import GRPOLoop
 from robot_learn.loops.guided import Guided
 from robot_learn.loops.help_curated import HelpCurated
 from robot_learn.loops.hgdagger import HGDagger
@@ -15,7 +16,7 @@ from robot_learn.loops.round import LoopConfig, LoopContext, Method
 from robot_learn.loops.world_model import WorldModelLoop
 
 METHODS: dict[str, type[Method]] = {m.name: m for m in (HGDagger, HelpCurated, Recap, Autonomous, MoreDemos, Reversed,
-                                                     Guided, WorldModelLoop)}
+                                                     Guided, WorldModelLoop, GRPOLoop)}
 
 
 def method_class(name: str) -> type[Method]:

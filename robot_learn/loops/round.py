@@ -127,6 +127,12 @@ class Method:
         """The base policy's training data (a view) from the recipe's demos: those demos."""
         return expert_demos
 
+    def round_plan(self) -> str:
+        """One line: what a round does."""
+        c = self.cfg
+        return (f"collect {c.episodes} -> curate ({c.method}) -> {c.train_mode} {c.train_steps} steps -> "
+                f"evaluate {c.eval_episodes}")
+
     def run_round(self, r: int, policy_dir: Path) -> tuple[Path, dict[str, Any]]:
         """Round ``r`` from the policy at ``policy_dir``: returns the new policy's directory
         and the round's numbers (see :mod:`robot_learn.loops.rounds`)."""

@@ -89,6 +89,23 @@ def decode_tokens(
     return _maskgit(logits_fn, tokens, num_bins, settings, rng, keep_trace)
 
 
+def round_commits(trace: torch.Tensor, mask_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """What each decoding round saw and what it committed, from a trace ``[B, K, L]``
+    (tokens after each of K rounds, ``DecodeResult.trace`` stacked on dim 1).
+
+    Returns ``inputs [B, K, L]`` (round k's input: all [MASK] for k = 0, else the tokens
+    after round k-1) and ``committed [B, K, L]`` (masked in round k's input and not masked
+    after it: the tokens round k sampled and kept, whose values are ``trace[:, k]``). A
+    token re-masked later and sampled again counts in both rounds that committed it.
+    """
+    if trace.ndim != 3:
+        raise ValueError(f"trace must be [B, K, L] token ids, got shape {tuple(trace.shape)}")
+    first = torch.full_like(trace[:, :1], mask_id)
+    inputs = torch.cat([first, trace[:, :-1]], dim=1)
+    committed = (inputs == mask_id) & (trace != mask_id)
+    return inputs, committed
+
+
 def _maskgit(logits_fn: LogitsFn, tokens: torch.Tensor, num_bins: int, s: DecodeSettings, rng: "_Noise",
              keep_trace: bool) -> DecodeResult:
     batch, length = tokens.shape

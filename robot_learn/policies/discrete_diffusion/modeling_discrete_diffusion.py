@@ -27,7 +27,7 @@ from robot_learn.policies.base import Obs, Policy
 from robot_learn.policies.discrete_diffusion.action_tokenizer import ActionTokenizer
 from robot_learn.policies.discrete_diffusion.backbone import HFBackbone, TinyTransformer
 from robot_learn.policies.discrete_diffusion.configuration_discrete_diffusion import DiscreteDiffusionConfig
-from robot_learn.policies.discrete_diffusion.decoding import DecodeResult, DecodeSettings, decode_tokens
+from robot_learn.policies.discrete_diffusion.decoding import DecodeResult, DecodeSettings, decode_tokens, round_commits
 from robot_learn.policies.discrete_diffusion.grounding import ROLE_NAMES, slot_roles
 from robot_learn.policies.discrete_diffusion.mask_schedule import sample_training_mask
 from robot_learn.policies.discrete_diffusion.observation_tokens import ObservationTokens
@@ -172,6 +172,33 @@ class DiscreteDiffusionPolicy(Policy):
                                          self.decode_settings, generator=generator, device=prefix.device,
                                          keep_trace=keep_trace)
         return self.last_decode.tokens
+
+    def trace_log_probs(self, obs: Obs, trace: torch.Tensor, temperature: float = 1.0
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probabilities, under the current weights, of the tokens each decoding round
+        committed (``trace [B, K, L]``: the tokens after each round, as ``predict_tokens(...,
+        keep_trace=True)`` leaves in ``last_decode.trace``), sampled at ``temperature``.
+
+        Returns ``log_probs [B, K, L]`` and ``committed [B, K, L]`` (zero where nothing was
+        committed). Their sum over a chunk is the log-likelihood of its decoding path given
+        which positions each round chose to keep (the choice itself, by confidence, is not
+        scored): the per-token terms a policy-gradient ratio needs (:mod:`robot_learn.loops.grpo`).
+        Differentiable: all K rounds run as one batch of ``B * K``.
+        """
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0 to score sampled tokens, got {temperature}")
+        batch, rounds, length = trace.shape
+        if length != self.config.num_action_tokens:
+            raise ValueError(f"trace has {length} tokens per chunk; this policy decodes {self.config.num_action_tokens}")
+        inputs, committed = round_commits(trace, self.tokenizer.mask_id)
+        prefix, prefix_pad = self.observation_tokens(self.with_frame_features(obs))
+        prefix = prefix.repeat_interleave(rounds, dim=0)
+        prefix_pad = prefix_pad.repeat_interleave(rounds, dim=0)
+        logits = self._logits_full(prefix, prefix_pad, inputs.reshape(batch * rounds, length))
+        log_probs = torch.log_softmax(logits.float() / temperature, dim=-1)
+        chosen = trace.reshape(batch * rounds, length).clamp_max(self.config.num_bins - 1)
+        picked = log_probs.gather(-1, chosen.unsqueeze(-1)).squeeze(-1).reshape(batch, rounds, length)
+        return picked * committed, committed
 
     # --- checkpoints ------------------------------------------------------------
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False):

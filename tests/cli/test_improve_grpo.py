@@ -1,0 +1,75 @@
+"""``robot-learn improve loop=grpo``: GRPO rounds of a pixel discrete-diffusion VLA, with its
+groups imagined by a world model or rolled out in MuJoCo, then evaluated in MuJoCo.
+Tiny sizes, real MuJoCo and zarr, an untrained world model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from robot_learn.data import EpisodeStore
+from robot_learn.policies import load_policy
+from robot_learn.world_models import VideoWorldModel, WorldModelConfig
+
+# A tiny VLA reading the front camera at 64 px: what the world model below imagines.
+VLA = ["task=bin_place", "policy=discrete_diffusion_pixels", "policy.image_size=64", "policy.frame_encoder.cameras=[front]",
+       "+policy.frame_encoder.image_size=64", "policy.frame_pretraining.resets=24",
+       "policy.frame_pretraining.expert_episodes=1", "policy.frame_pretraining.steps=3",
+       "+policy.frame_pretraining.batch_size=8", "policy.hidden_dim=32", "policy.num_layers=1", "policy.num_bins=32",
+       "policy.decoding_rounds=2", "policy.execute_horizon=4", "train=fast", "base_train_steps=4",
+       "loop.eval_episodes=2", "task.demos=2", "task.max_steps=12", "loop.groups=2", "loop.group_size=2",
+       "loop.iterations=1", "base_eval=false"]
+
+
+@pytest.fixture(scope="module")
+def grpo_run(tmp_path_factory, run_cli_in):
+    """A base VLA trained on 2 demos, then one GRPO round in an untrained world model."""
+    from robot_learn.envs.demos import collect_demos
+
+    tmp = tmp_path_factory.mktemp("improve_grpo")
+    starts = tmp / "data/bin_place_demos_front_64.zarr"
+    collect_demos("bin_place", 2, starts, cameras=("front",), image_size=64, progress_bar=False)
+    torch.manual_seed(0)
+    VideoWorldModel(WorldModelConfig(image_size=64, block_out_channels=(16, 32), state_hidden=32)).save(tmp / "wm")
+    out = run_cli_in(tmp, "improve", "loop=grpo", "rounds=1", *VLA, f"loop.world_model={tmp / 'wm'}",
+                     f"loop.starts={starts}", timeout=600)
+    return tmp, out
+
+
+def test_grpo_round_imagines_groups_updates_the_vla_and_evaluates_in_mujoco(grpo_run):
+    tmp, out = grpo_run
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "grpo iteration 1/1: 4 rollouts" in out.stdout
+    run = tmp / "outputs/improve/bin_place_grpo"
+    with EpisodeStore.open(run / "round_01/rollouts.zarr", mode="r") as rollouts:
+        assert rollouts.num_episodes == 4 and set(rollouts.meta["source"]) == {"synthetic"}
+        assert rollouts.read("images/front").shape[1:] == (64, 64, 3)
+    round_1 = json.loads((run / "rounds.json").read_text())[-1]
+    assert round_1["round"] == 1 and round_1["eval_episodes"] == 2  # evaluated in MuJoCo
+    assert round_1["data_added"] == {"synthetic": 4} and round_1["grpo"][0]["rollouts"] == 4
+    policy = load_policy(round_1["policy_dir"])
+    assert set(policy.obs_shapes) == {"state", "images/front"}  # deploys from camera and joints
+
+
+def test_grpo_groups_roll_out_in_mujoco_with_sources_autonomous(grpo_run, run_cli_in):
+    tmp, out = grpo_run
+    assert out.returncode == 0, out.stderr[-3000:]
+    base = next((tmp / "outputs/improve/bin_place_grpo/base").rglob("model.safetensors")).parent
+    out = run_cli_in(tmp, "improve", "loop=grpo", "rounds=1", *VLA, "loop.sources=[autonomous]", f"base_policy={base}",
+                     "run_dir=outputs/improve/grpo_sim", timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    with EpisodeStore.open(tmp / "outputs/improve/grpo_sim/round_01/rollouts.zarr", mode="r") as rollouts:
+        assert rollouts.num_episodes == 4 and set(rollouts.meta["source"]) == {"rollout"}
+        assert sorted(set(int(s) for s in rollouts.meta["seed"])) == [100000, 100001]  # two starts (reset seeds), a group of 2 each
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "loop=grpo with sources=[imagined] needs loop.world_model"),
+    (["loop.world_model=nowhere"], "loop.world_model 'nowhere' does not exist"),
+    (["loop.sources=[hitl]"], "sources must be one of [imagined], [autonomous], got ['hitl']"),
+    (["loop.sources=[autonomous]", "loop.group_size=1"], "grpo group_size must be >= 2"),
+])
+def test_grpo_loop_settings_are_one_line_errors(user_error, tmp_path, args, message):
+    assert message in user_error("improve", "loop=grpo", "rounds=1", "base_eval=false", *args)
