@@ -91,12 +91,12 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(args.out)
     common = ["rounds=1", f"task={args.task}", f"base_policy={args.base_policy}", "base_eval=false",
-              f"loop.episodes={args.rollouts}", f"loop.train_steps={args.train_steps}", "loop.eval_episodes=1",
-              *shlex.split(args.policy_args)]
-    arms = {} if args.no_finetune_arms else {"sim": ["loop=autonomous"]}
+              "loop.eval_episodes=1", *shlex.split(args.policy_args)]
+    finetune = [f"loop.episodes={args.rollouts}", f"loop.train_steps={args.train_steps}"]
+    arms = {} if args.no_finetune_arms else {"sim": ["loop=autonomous", *finetune]}
     for scorer in [] if args.no_finetune_arms else args.scorers:
         arms[f"imagined:{Path(scorer).name}"] = ["loop=world_model", f"loop.world_model={args.world_model}",
-                                                 f"loop.scorer={scorer}"]
+                                                 f"loop.scorer={scorer}", *finetune]
     if args.grpo:
         grpo = ["loop=grpo", f"loop.iterations={args.grpo}", f"loop.groups={args.groups}",
                 f"loop.group_size={args.group_size}", *shlex.split(args.grpo_args)]

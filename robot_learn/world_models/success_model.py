@@ -123,6 +123,13 @@ class SuccessLabels:
     success: np.ndarray     # bool [N]: the last frame of a successful episode
     episode: np.ndarray     # int [N]: index into the view's episodes
 
+    def joined(self, other: "SuccessLabels") -> "SuccessLabels":
+        """These frames followed by ``other``'s (its episode indices shifted past these)."""
+        return SuccessLabels(np.concatenate([self.frames, other.frames]), np.concatenate([self.states, other.states]),
+                             [*self.instructions, *other.instructions], np.concatenate([self.progress, other.progress]),
+                             np.concatenate([self.success, other.success]),
+                             np.concatenate([self.episode, other.episode + int(self.episode.max(initial=-1)) + 1]))
+
 
 def success_labels(view: EpisodeView, camera: str) -> SuccessLabels:
     """Frames, states, instructions and targets of every step of ``view``."""
@@ -144,14 +151,18 @@ def success_labels(view: EpisodeView, camera: str) -> SuccessLabels:
 
 def train_success_model(view: EpisodeView, camera: str = "front", *, steps: int = 1500, batch_size: int = 64,
                         lr: float = 1e-3, success_weight: float = 4.0, seed: int = 0,
-                        progress_bar: bool = False, **config: Any) -> SuccessModel:
-    """Train a :class:`SuccessModel` on every frame of ``view``. Success frames are
-    drawn as a quarter of each batch (there is one per successful episode) and
-    their loss weighs ``success_weight``; ``config`` sets other
+                        progress_bar: bool = False, extra: SuccessLabels | None = None,
+                        **config: Any) -> SuccessModel:
+    """Train a :class:`SuccessModel` on every frame of ``view`` (and the labelled frames of
+    ``extra``, e.g. imagined replays: :mod:`~robot_learn.world_models.replay_labels`).
+    Success frames are drawn as a quarter of each batch (there is one per successful
+    episode) and their loss weighs ``success_weight``; ``config`` sets other
     :class:`SuccessModelConfig` fields."""
     from tqdm import tqdm
 
     data = success_labels(view, camera)
+    if extra is not None:
+        data = data.joined(extra)
     if not data.success.any():
         raise ValueError(f"store {view.store.path} has no successful episode to learn success from")
     torch.manual_seed(seed)

@@ -104,3 +104,25 @@ def test_it_labels_imagined_steps_in_the_world_model_env(trained, store_path, tm
         with pytest.raises(ValueError, match="judges 'front' frames at 32 px; the world model imagines 'front' at 16"):
             make_scorer(str(directory), store.view(), other)
 
+
+
+def test_replays_in_a_world_model_carry_the_stored_labels_and_train_a_judge(store_path):
+    """Each episode replayed open loop from its first `history` frames: one imagined frame per later
+    stored step, labelled as that step; a judge trains on them beside the real frames."""
+    from robot_learn.world_models.replay_labels import imagined_labels
+
+    torch.manual_seed(0)
+    wm = VideoWorldModel(WorldModelConfig(image_size=SIZE, block_out_channels=(8, 16), state_hidden=16)).eval()
+    with EpisodeStore.open(store_path, mode="r") as store:
+        view = store.view()
+        real = success_labels(view, "front")
+        replays = imagined_labels(wm, view, batch=3)
+        k = wm.config.history
+        lengths = np.bincount(real.episode)
+        assert len(replays.success) == int((lengths - k).sum())
+        later = np.concatenate([np.flatnonzero(real.episode == e)[k:] for e in range(len(lengths))])
+        assert np.array_equal(replays.progress, real.progress[later]) and np.array_equal(replays.success, real.success[later])
+        assert replays.success.sum() == real.success.sum()  # the last frame of every successful episode
+        assert replays.frames.shape[1:] == (SIZE, SIZE, 3) and not np.array_equal(replays.frames, real.frames[later])
+        judge = train_success_model(view, "front", steps=2, batch_size=8, channels=[8], hidden=16, extra=replays)
+    assert judge.config.image_size == SIZE
