@@ -86,6 +86,8 @@ def main() -> None:
     parser.add_argument("--rollouts", required=True, help="a store of real rollouts with MuJoCo's success labels")
     parser.add_argument("--held-out", type=float, default=0.3, help="share of the start seeds held out")
     parser.add_argument("--steps", type=int, default=1500, help="training steps of each new judge")
+    parser.add_argument("--success-frames", type=int, default=1,
+                        help="the new judges learn the last N frames of a successful episode as successes")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="outputs/bench_imagined_judge")
     args = parser.parse_args()
@@ -105,20 +107,21 @@ def main() -> None:
 
     start = time.perf_counter()
     test_replays = imagined_labels(model, test_view)
-    train_replays = imagined_labels(model, train_view)
+    train_replays = imagined_labels(model, train_view, last=args.success_frames)
     print(f"replayed in the world model: {len(train_replays.success) + len(test_replays.success)} imagined frames "
           f"in {time.perf_counter() - start:.0f} s", flush=True)
-    train_real = success_labels(train_view, camera)
+    train_real = success_labels(train_view, camera, last=args.success_frames)
 
     judges = {"nearest": make_scorer("nearest", EpisodeView(wm_store, range(wm_store.num_episodes)), model),
               "sharp": load_success_model(Path(args.world_model) / "success_model")}
-    for name, extra in (("sharp+rollouts", train_real), ("imagined", train_real.joined(train_replays))):
-        directory = out / name
+    suffix = "" if args.success_frames == 1 else f" (last {args.success_frames})"
+    for name, extra in ((f"sharp+rollouts{suffix}", train_real), (f"imagined{suffix}", train_real.joined(train_replays))):
+        directory = out / name.replace(" ", "_").replace("(", "").replace(")", "")
         if (directory / "model.safetensors").exists():
             judges[name] = load_success_model(directory)
             continue
         start = time.perf_counter()
-        judge = train_success_model(wm_train, camera, steps=args.steps, extra=extra)
+        judge = train_success_model(wm_train, camera, steps=args.steps, extra=extra, success_frames=args.success_frames)
         judge.save(directory)
         judges[name] = judge
         print(f"trained judge {name} in {time.perf_counter() - start:.0f} s ({len(extra.success)} extra frames)",

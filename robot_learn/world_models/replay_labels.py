@@ -22,11 +22,12 @@ from robot_learn.world_models.success_model import SuccessLabels, success_labels
 
 
 @torch.no_grad()
-def imagined_labels(model: VideoWorldModel, view: EpisodeView, batch: int = 32, seed: int = 0) -> SuccessLabels:
+def imagined_labels(model: VideoWorldModel, view: EpisodeView, batch: int = 32, seed: int = 0,
+                    last: int = 1) -> SuccessLabels:
     """Every episode of ``view`` replayed in ``model`` (see the module docstring): the imagined
     frames and states after the first ``history`` steps, episode by episode, with the stored
-    labels (``episode`` indexes ``view``'s episodes)."""
-    real = success_labels(view, model.config.camera)
+    labels (``episode`` indexes ``view``'s episodes; ``last`` as :func:`success_labels` takes it)."""
+    real = success_labels(view, model.config.camera, last=last)
     k = model.config.history
     lengths = np.bincount(real.episode, minlength=len(view.episodes))
     offsets = np.concatenate([[0], np.cumsum(lengths)])

@@ -131,8 +131,9 @@ class SuccessLabels:
                              np.concatenate([self.episode, other.episode + int(self.episode.max(initial=-1)) + 1]))
 
 
-def success_labels(view: EpisodeView, camera: str) -> SuccessLabels:
-    """Frames, states, instructions and targets of every step of ``view``."""
+def success_labels(view: EpisodeView, camera: str, last: int = 1) -> SuccessLabels:
+    """Frames, states, instructions and targets of every step of ``view``; the ``last`` frames
+    of each successful episode are its success frames (1: only the frame the episode ended on)."""
     store = view.store
     key = f"images/{camera}"
     if key not in store.keys:
@@ -142,7 +143,9 @@ def success_labels(view: EpisodeView, camera: str) -> SuccessLabels:
     episode = np.repeat(np.arange(len(lengths)), lengths)
     success = np.zeros(int(lengths.sum()), dtype=bool)
     won = np.asarray(meta["success"], dtype=bool)[list(view.episodes)]
-    success[(np.cumsum(lengths) - 1)[won]] = True
+    ends = np.cumsum(lengths)
+    for back in range(1, max(1, int(last)) + 1):
+        success[np.maximum(ends - back, ends - lengths)[won]] = True
     words = [str(meta["instruction"][e]) for e in view.episodes]
     return SuccessLabels(np.asarray(view.read(key)), view.read("state").astype(np.float32),
                          [words[i] for i in episode], np.clip(view.read("progress").astype(np.float32), 0, 1),
@@ -152,15 +155,15 @@ def success_labels(view: EpisodeView, camera: str) -> SuccessLabels:
 def train_success_model(view: EpisodeView, camera: str = "front", *, steps: int = 1500, batch_size: int = 64,
                         lr: float = 1e-3, success_weight: float = 4.0, seed: int = 0,
                         progress_bar: bool = False, extra: SuccessLabels | None = None,
-                        **config: Any) -> SuccessModel:
+                        success_frames: int = 1, **config: Any) -> SuccessModel:
     """Train a :class:`SuccessModel` on every frame of ``view`` (and the labelled frames of
     ``extra``, e.g. imagined replays: :mod:`~robot_learn.world_models.replay_labels`).
-    Success frames are drawn as a quarter of each batch (there is one per successful
-    episode) and their loss weighs ``success_weight``; ``config`` sets other
+    Success frames (the last ``success_frames`` of each successful episode) are drawn as a
+    quarter of each batch and their loss weighs ``success_weight``; ``config`` sets other
     :class:`SuccessModelConfig` fields."""
     from tqdm import tqdm
 
-    data = success_labels(view, camera)
+    data = success_labels(view, camera, last=success_frames)
     if extra is not None:
         data = data.joined(extra)
     if not data.success.any():

@@ -123,6 +123,8 @@ def test_replays_in_a_world_model_carry_the_stored_labels_and_train_a_judge(stor
         later = np.concatenate([np.flatnonzero(real.episode == e)[k:] for e in range(len(lengths))])
         assert np.array_equal(replays.progress, real.progress[later]) and np.array_equal(replays.success, real.success[later])
         assert replays.success.sum() == real.success.sum()  # the last frame of every successful episode
+        assert success_labels(view, "front", last=3).success.sum() == 3 * real.success.sum()
+        assert imagined_labels(wm, view, batch=4, last=3).success.sum() == 3 * real.success.sum()
         assert replays.frames.shape[1:] == (SIZE, SIZE, 3) and not np.array_equal(replays.frames, real.frames[later])
         judge = train_success_model(view, "front", steps=2, batch_size=8, channels=[8], hidden=16, extra=replays)
     assert judge.config.image_size == SIZE
