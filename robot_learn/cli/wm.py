@@ -39,6 +39,8 @@ def train_app(cfg: DictConfig) -> int:
     config = world_model_config(cfg, task)
     held_out = setting(cfg, "data.held_out", int, minimum=1)
     episodes = setting(cfg, "data.episodes", int, minimum=held_out + 1)
+    judge_steps = setting(cfg, "success_model.steps", int, minimum=0)
+    judge_frames = setting(cfg, "success_model.success_frames", int, minimum=1)
     try:
         train = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
     except (TypeError, ValueError) as err:
@@ -56,18 +58,18 @@ def train_app(cfg: DictConfig) -> int:
     from robot_learn.world_models.training import train_world_model
 
     (run_dir / RUN_CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    judge_steps = setting(cfg, "success_model.steps", int, minimum=0)
     model, metrics = train_world_model(store, config, train, held_out=held_out)
     print(f"world model: {metrics['step']} steps in {metrics['time']:.0f} s, final loss {metrics['loss']:.5f}; "
           f"saved to {metrics['final_policy_dir']}")
     if judge_steps:
-        _train_judge(store, held_out, config.camera, judge_steps, run_dir / "success_model", train.progress_bar)
+        _train_judge(store, held_out, config.camera, judge_steps, judge_frames, run_dir / "success_model",
+                     train.progress_bar)
     return _fidelity(model, store, held_out, run_dir / "fidelity", horizon=20, stride=10, seed=0,
                      title=f"{task} world model ({run_dir.name})")
 
 
-def _train_judge(store_path: Path, held_out: int, camera: str, steps: int, out_dir: Path,
-                 progress_bar: bool) -> None:
+def _train_judge(store_path: Path, held_out: int, camera: str, steps: int, success_frames: int,
+                 out_dir: Path, progress_bar: bool) -> None:
     """The learned success model, on the world model's training episodes (``wm rollout scorer=DIR``)."""
     import time
 
@@ -78,7 +80,7 @@ def _train_judge(store_path: Path, held_out: int, camera: str, steps: int, out_d
     start = time.perf_counter()
     with EpisodeStore.open(store_path, mode="r") as store:
         train_success_model(split_store(store, held_out).train, camera, steps=steps,
-                            progress_bar=progress_bar).save(out_dir)
+                            success_frames=success_frames, progress_bar=progress_bar).save(out_dir)
     print(f"success model: {steps} steps in {time.perf_counter() - start:.0f} s; saved to {out_dir} "
           f"(use it with wm rollout scorer={out_dir})")
 
