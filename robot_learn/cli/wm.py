@@ -99,7 +99,8 @@ def _fidelity(model, store_path: Path, held_out: int, out_dir: Path, *, horizon:
     for h in sorted({0, 4, 9, horizon - 1} & set(range(horizon))):
         print(f"step {h + 1:>2}: PSNR {report.model_psnr[h]:.2f} dB (copy-last {report.copy_last_psnr[h]:.2f}), "
               f"SSIM {report.model_ssim[h]:.3f} (copy-last {report.copy_last_ssim[h]:.3f})")
-    print(f"beats copy-last PSNR at {sum(report.beats_copy_last())}/{horizon} steps; report: {paths['markdown']}")
+    print(f"beats copy-last at {sum(report.beats_copy_last('psnr'))}/{horizon} steps on PSNR, "
+          f"{sum(report.beats_copy_last('ssim'))}/{horizon} on SSIM; report: {paths['markdown']}")
     return 0
 
 
@@ -110,6 +111,9 @@ def eval_app(cfg: DictConfig) -> int:
     checkpoint = setting(cfg, "checkpoint", str)
     horizon = setting(cfg, "horizon", int, minimum=1)
     stride = setting(cfg, "stride", int, minimum=1)
+    floor = setting(cfg, "change_floor", float, optional=True)
+    if floor is not None and not 0 <= floor < 255:
+        raise CLIError(f"change_floor must be in [0, 255) pixel levels or null, got {floor}")
     run = run_settings(checkpoint)
     store = setting(cfg, "store", str, optional=True) or (run.get("data") or {}).get("path")
     held_out = setting(cfg, "held_out", int, minimum=1, optional=True) or (run.get("data") or {}).get("held_out")
@@ -118,6 +122,8 @@ def eval_app(cfg: DictConfig) -> int:
     if not Path(store).exists():
         raise CLIError(f"store '{store}' does not exist")
     model = load_world_model(checkpoint)
+    if floor is not None:
+        model.config.change_floor = floor
     out_dir = Path(cfg.out_dir) if cfg.out_dir else Path(checkpoint) / "fidelity"
     return _fidelity(model, Path(store), int(held_out), out_dir, horizon=horizon, stride=stride,
                      seed=int(cfg.seed), title=f"{model.config.task} world model {checkpoint}")

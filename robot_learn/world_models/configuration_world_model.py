@@ -17,7 +17,9 @@ class WorldModelConfig:
     ``state`` from the last ``history`` frames and states plus the action taken.
     ``head="residual"`` regresses the change from the last frame in one pass;
     ``head="diffusion"`` samples that change with a diffusers scheduler in
-    ``sampling_steps`` steps. ``space_to_depth`` folds each s x s pixel block into
+    ``sampling_steps`` steps, on the change times ``delta_scale`` (the change of a
+    10 Hz frame is small, about 0.12 in [-1, 1] units: scaled to about unit size, the
+    noise levels the scheduler trains on span it). ``space_to_depth`` folds each s x s pixel block into
     channels before the U-Net (a 64 px frame runs at 32 px with 4x the channels):
     the cheapest compute lever measured. ``task`` and ``suite`` are recorded so a
     checkpoint is refused on another task suite.
@@ -37,6 +39,8 @@ class WorldModelConfig:
     space_to_depth: int = 2
     num_train_timesteps: int = 100
     sampling_steps: int = 3
+    delta_scale: float = 1.0
+    change_floor: float = 16.0
     state_hidden: int = 128
 
     def __post_init__(self) -> None:
@@ -48,6 +52,10 @@ class WorldModelConfig:
                      "sampling_steps", "num_train_timesteps", "layers_per_block"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"world-model {name} must be >= 1; got {getattr(self, name)}")
+        if not 0 <= self.change_floor < 255:
+            raise ValueError(f"world-model change_floor must be in [0, 255) pixel levels; got {self.change_floor}")
+        if not self.delta_scale > 0:
+            raise ValueError(f"world-model delta_scale must be > 0; got {self.delta_scale}")
         levels = 2 ** (len(self.block_out_channels) - 1) * self.space_to_depth
         if self.image_size % levels:
             raise ValueError(f"world-model image_size {self.image_size} must be divisible by {levels} "

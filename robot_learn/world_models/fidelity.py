@@ -36,9 +36,11 @@ class FidelityReport:
     state_rmse: list[float] = field(default_factory=list)
     diverged: int = 0  # rollouts stopped by a NaN / out-of-range frame (scored up to there)
 
-    def beats_copy_last(self) -> list[bool]:
-        """Per horizon step: the model's PSNR is above copy-last's."""
-        return [m > c for m, c in zip(self.model_psnr, self.copy_last_psnr)]
+    def beats_copy_last(self, metric: str = "psnr") -> list[bool]:
+        """Per horizon step: the model's ``metric`` (psnr or ssim) is above copy-last's."""
+        model, base = {"psnr": (self.model_psnr, self.copy_last_psnr),
+                       "ssim": (self.model_ssim, self.copy_last_ssim)}[metric]
+        return [m > c for m, c in zip(model, base)]
 
     def to_markdown(self) -> str:
         lines = [f"Fidelity over {self.rollouts} rollouts from held-out episodes {self.episodes}",
@@ -47,8 +49,8 @@ class FidelityReport:
         for h in range(self.horizon):
             lines.append(f"| {h + 1} | {self.model_psnr[h]:.2f} | {self.copy_last_psnr[h]:.2f} | "
                          f"{self.model_ssim[h]:.3f} | {self.copy_last_ssim[h]:.3f} | {self.state_rmse[h]:.4f} |")
-        wins = sum(self.beats_copy_last())
-        lines += ["", f"The model's PSNR beats copy-last at {wins} of {self.horizon} steps; "
+        psnr, ssim = sum(self.beats_copy_last("psnr")), sum(self.beats_copy_last("ssim"))
+        lines += ["", f"The model beats copy-last at {psnr} of {self.horizon} steps on PSNR and {ssim} on SSIM; "
                   f"{self.diverged} rollouts diverged."]
         return "\n".join(lines)
 

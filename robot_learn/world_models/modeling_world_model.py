@@ -6,6 +6,7 @@ Read top to bottom, one transition is
     cond    = MLP([state_{t-K+1..t}, a_t] normalised)      (added to the U-Net's time embedding)
     delta   = U-Net(space_to_depth(x [, noisy delta]), cond) (the change from o_t, in [-1, 1] units)
     o_{t+1} = o_t + delta;   state_{t+1} = state_t + std * MLP_state(...)
+    (a pixel whose |delta| stays under change_floor keeps o_t's value)
 
 Predicting the change, with the U-Net's output layer zeroed at init, makes an untrained
 model exactly copy-last-frame: the strong baseline at 10 Hz, where most pixels do not
@@ -13,8 +14,10 @@ move. Actions are absolute end-effector targets, so the action and the current s
 together say where the arm goes next; both feed the conditioning vector.
 
 ``head="residual"`` regresses delta in one pass (timestep 0). ``head="diffusion"``
-trains diffusers' ``DDPMScheduler`` on delta (predicting the sample) and samples it
-with ``DDIMScheduler`` in ``sampling_steps`` steps, DIAMOND-style.
+trains diffusers' ``DDPMScheduler`` on ``delta_scale * delta`` (predicting the sample)
+and samples it with ``DDIMScheduler`` in ``sampling_steps`` steps, DIAMOND-style. The
+cosine schedule reaches pure noise at its last timestep and the sampler starts there
+("trailing" spacing), so sampling from N(0, 1) matches what training saw.
 """
 
 from __future__ import annotations
@@ -71,10 +74,10 @@ class VideoWorldModel(nn.Module):
                 std = torch.as_tensor(stats[key]["std"], dtype=torch.float32).reshape(dim).clamp_min(1e-3)
             self.register_buffer(f"{key}_mean", mean)
             self.register_buffer(f"{key}_std", std)
-        self.train_scheduler = DDPMScheduler(num_train_timesteps=c.num_train_timesteps,
-                                             prediction_type="sample", clip_sample=False)
-        self.sample_scheduler = DDIMScheduler(num_train_timesteps=c.num_train_timesteps,
-                                              prediction_type="sample", clip_sample=False)
+        schedule = dict(num_train_timesteps=c.num_train_timesteps, beta_schedule="squaredcos_cap_v2",
+                        prediction_type="sample", clip_sample=False)
+        self.train_scheduler = DDPMScheduler(**schedule)
+        self.sample_scheduler = DDIMScheduler(**schedule, timestep_spacing="trailing")
 
     @property
     def device(self) -> torch.device:
@@ -125,9 +128,10 @@ class VideoWorldModel(nn.Module):
         if self.config.head == "residual":
             pred = self._denoise(history, None, torch.zeros(len(x), device=x.device, dtype=torch.long), cond)
         else:
+            scale = self.config.delta_scale
             t = torch.randint(0, self.config.num_train_timesteps, (len(x),), device=x.device)
-            noisy = self.train_scheduler.add_noise(delta, torch.randn_like(delta), t)
-            pred = self._denoise(history, noisy, t, cond)
+            noisy = self.train_scheduler.add_noise(delta * scale, torch.randn_like(delta), t)
+            pred = self._denoise(history, noisy, t, cond) / scale
         state_delta = (states[:, k] - states[:, k - 1] - self.state_delta_mean) / self.state_delta_std
         valid = (batch["t"] >= 1).float() if "t" in batch else torch.ones(len(x), device=x.device)
         weight = valid / valid.sum().clamp_min(1.0)
@@ -160,6 +164,10 @@ class VideoWorldModel(nn.Module):
             for t in scheduler.timesteps:
                 out = self._denoise(x, delta, t.expand(len(x)), cond)
                 delta = scheduler.step(out, t, delta).prev_sample
+            delta = delta / self.config.delta_scale
+        if self.config.change_floor > 0:  # pixels that barely change keep their last value
+            moved = delta.abs().amax(dim=1, keepdim=True) * 127.5 > self.config.change_floor
+            delta = delta * moved
         frame = (x[:, -3:] + delta + 1.0) * 127.5
         state = states[:, -1].float() + self.state_head(cond) * self.state_delta_std + self.state_delta_mean
         return {"frame": frame.permute(0, 2, 3, 1), "state": state}

@@ -95,6 +95,7 @@ def test_rollout_on_workers_without_ray_is_one_line_naming_the_extra(setup, caps
     (("eval", "checkpoint=nowhere"), "checkpoint nowhere is not in a wm train run dir; give store=... and held_out=..."),
     (("eval", "checkpoint=nowhere", "store=nowhere.zarr", "held_out=1"), "store 'nowhere.zarr' does not exist"),
     (("train", "world_model.head=gan"), "unknown world-model head 'gan'; valid heads: residual, diffusion"),
+    (("eval", "checkpoint=nowhere", "change_floor=300"), "change_floor must be in [0, 255) pixel levels or null, got 300.0"),
     (("train", "success_model.success_frames=0"), "success_model.success_frames must be >= 1, got 0"),
     (("rollout", "checkpoint=nowhere", "policy_dir=nowhere", "out=x.zarr", "workers=0"), "workers must be >= 1, got 0"),
 ])

@@ -222,3 +222,33 @@ def test_diffusion_head_trains_and_samples_in_few_steps():
     out = model.eval().predict_next(frames[:, :k], batch["obs"]["state"][:, :k], batch["action"][:, 0],
                                     generator=torch.Generator().manual_seed(0))
     assert out["frame"].shape == (b, SIZE, SIZE, 3) and torch.isfinite(out["frame"]).all()
+
+
+@pytest.mark.parametrize(("bias", "floor", "change"), [(0.05, 16.0, 0.0), (0.05, 0.0, 6.375), (0.2, 16.0, 25.5)])
+def test_changes_under_the_floor_keep_the_last_frame(bias, floor, change):
+    """A change of 0.05 (6.4 pixel levels) everywhere is dropped under a 16-level floor and
+    kept without one; a change of 25.5 levels passes the floor."""
+    from robot_learn.world_models import VideoWorldModel
+
+    model = VideoWorldModel(tiny_config(change_floor=floor)).eval()
+    torch.nn.init.constant_(model.unet.conv_out.bias, bias)
+    frames = torch.full((1, model.config.history, SIZE, SIZE, 3), 100, dtype=torch.uint8)
+    out = model.predict_next(frames, torch.zeros(1, model.config.history, 10), torch.zeros(1, 5))
+    assert torch.allclose(out["frame"] - 100.0, torch.full_like(out["frame"], change), atol=1e-3)
+
+
+def test_diffusion_head_samples_from_the_noise_it_was_trained_on():
+    """The sampler's first step is the scheduler's last timestep, where training's noisy
+    input is pure noise: the linear schedule at 100 timesteps left 60% of the signal there
+    (alphas_cumprod 0.36), so sampling from N(0, 1) started off what training saw."""
+    from robot_learn.world_models import VideoWorldModel
+
+    model = VideoWorldModel(tiny_config(head="diffusion", sampling_steps=3, delta_scale=8.0))
+    model.sample_scheduler.set_timesteps(3)
+    assert int(model.sample_scheduler.timesteps[0]) == model.config.num_train_timesteps - 1
+    assert float(model.train_scheduler.alphas_cumprod[-1]) < 1e-3
+    assert float(model.train_scheduler.alphas_cumprod[0]) > 0.99
+    with pytest.raises(ValueError, match="world-model delta_scale must be > 0; got 0.0"):
+        tiny_config(head="diffusion", delta_scale=0.0)
+    with pytest.raises(ValueError, match=r"world-model change_floor must be in \[0, 255\) pixel levels; got -1.0"):
+        tiny_config(change_floor=-1.0)
