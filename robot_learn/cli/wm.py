@@ -98,7 +98,8 @@ def _fidelity(model, store_path: Path, held_out: int, out_dir: Path, *, horizon:
     paths = write_fidelity_report(report, out_dir, title, extra={"store": str(store_path), "held_out": held_out})
     for h in sorted({0, 4, 9, horizon - 1} & set(range(horizon))):
         print(f"step {h + 1:>2}: PSNR {report.model_psnr[h]:.2f} dB (copy-last {report.copy_last_psnr[h]:.2f}), "
-              f"SSIM {report.model_ssim[h]:.3f} (copy-last {report.copy_last_ssim[h]:.3f})")
+              f"SSIM {report.model_ssim[h]:.3f} (copy-last {report.copy_last_ssim[h]:.3f}), "
+              f"moved pixels {report.model_psnr_moved[h]:.2f} dB (copy-last {report.copy_last_psnr_moved[h]:.2f})")
     print(f"beats copy-last at {sum(report.beats_copy_last('psnr'))}/{horizon} steps on PSNR, "
           f"{sum(report.beats_copy_last('ssim'))}/{horizon} on SSIM; report: {paths['markdown']}")
     return 0

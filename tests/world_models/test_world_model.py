@@ -103,10 +103,24 @@ def test_fidelity_reports_psnr_and_ssim_per_step_with_plot(trained, store_path, 
     model, _ = trained
     with EpisodeStore.open(store_path, mode="r") as store:
         report = measure_fidelity(model, split_store(store, 1).held_out, horizon=4, stride=5)
-    assert len(report.model_psnr) == len(report.copy_last_ssim) == 4 and report.rollouts >= 2
+    assert len(report.model_psnr) == len(report.copy_last_ssim) == len(report.model_psnr_moved) == 4
+    assert report.rollouts >= 2 and all(0 <= m <= 1 for m in report.moved_fraction)
     assert all(0 < s <= 1 for s in report.model_ssim)
     paths = write_fidelity_report(report, tmp_path, "tiny")
     assert paths["plot"].stat().st_size > 1000 and "| 4 |" in paths["markdown"].read_text()
+
+
+def test_moved_pixel_psnr_scores_only_what_left_the_start_frame():
+    from robot_learn.world_models.fidelity import _moved_psnr
+
+    start = torch.zeros(1, 8, 8, 3, dtype=torch.uint8)
+    real = start.clone()
+    real[0, :2, :2] = 200  # 4 of 64 pixels moved
+    noisy_background = real.clone()
+    noisy_background[0, 4:, 4:] = 10  # wrong where nothing moved: not counted
+    assert _moved_psnr(noisy_background, real, start) == (100.0, 4 / 64)
+    psnr, _ = _moved_psnr(start, real, start)  # copy-last misses the moved patch by 200 levels
+    assert psnr == pytest.approx(10 * math.log10(255 ** 2 / 200 ** 2), abs=1e-4)
 
 
 def test_any_policy_runs_in_the_world_model_through_evaluate(trained, store_path):
