@@ -4,9 +4,9 @@ import pytest
 import torch
 from gpu_fixtures import CONFIGS, CUDA
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
-from robot_learn.cli.wm import world_model_config
-from robot_learn.world_models import VideoWorldModel
+from robot_learn.world_models import VideoWorldModel, WorldModelConfig
 
 
 @pytest.mark.gpu
@@ -14,7 +14,7 @@ from robot_learn.world_models import VideoWorldModel
 def test_gpu_world_model_preset_trains_a_bf16_step_and_imagines_on_cuda(size):
     with initialize_config_dir(config_dir=str(CONFIGS.parent), version_base=None):
         cfg = compose(config_name="wm_train", overrides=["world_model=gpu_128", f"world_model.image_size={size}"])
-    config = world_model_config(cfg, "bin_place")
+    config = WorldModelConfig(**OmegaConf.to_container(cfg.world_model, resolve=True))
     torch.manual_seed(0)
     model = VideoWorldModel(config).to(CUDA).train()
     b, k = 32, config.history

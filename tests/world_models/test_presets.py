@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
-from robot_learn.cli.wm import world_model_config
-from robot_learn.world_models import VideoWorldModel
+from robot_learn.world_models import VideoWorldModel, WorldModelConfig
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 PRESETS = sorted(p.stem for p in (CONFIGS / "world_model").glob("*.yaml"))
@@ -18,7 +18,7 @@ PRESETS = sorted(p.stem for p in (CONFIGS / "world_model").glob("*.yaml"))
 def preset(name, *overrides):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
         cfg = compose(config_name="wm_train", overrides=[f"world_model={name}", *overrides])
-    return world_model_config(cfg, "bin_place")
+    return WorldModelConfig(**OmegaConf.to_container(cfg.world_model, resolve=True))
 
 
 @pytest.mark.parametrize("name", PRESETS)
