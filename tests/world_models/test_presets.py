@@ -36,7 +36,7 @@ def test_preset_builds_and_takes_a_training_step(name):
 
 
 def test_gpu_preset_covers_96_to_128_px():
-    assert PRESETS == ["diffusion", "gpu_128", "residual"]
+    assert PRESETS == ["diffusion", "gpu_128", "residual", "residual_wide"]
     wide = preset("gpu_128")
     assert wide.image_size == 128 and wide.block_out_channels == (64, 128, 256)
     assert preset("gpu_128", "world_model.image_size=96").image_size == 96
