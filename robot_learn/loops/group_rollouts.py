@@ -75,15 +75,12 @@ class ImaginedGroup:
                 "instruction": [self._instruction] * self.group_size}
 
     def reset(self, start: int, seed: int) -> dict[str, Any]:
+        from robot_learn.world_models.env import start_frames
         from robot_learn.world_models.imagination import Imagination
 
-        store, k, g = self.starts.store, self.model.config.history, self.group_size
-        episode = self._episode(start)
-        a, b = int(store.episode_starts[episode]), int(store.episode_ends[episode])
-        idx = np.clip(np.arange(a, a + k), a, b - 1) - a
-        frames = np.asarray(store.array(f"images/{self.camera}")[a:min(a + k, b)])[idx]
-        states = np.asarray(store.array("state")[a:min(a + k, b)], np.float32)[idx]
-        self._instruction = str(store.meta["instruction"][episode])
+        g = self.group_size
+        frames, states, self._instruction = start_frames(self.starts.store, self._episode(start), self.camera,
+                                                         self.model.config.history)
         generator = torch.Generator(device=self.model.device).manual_seed(int(seed))
         self._imagination = Imagination(self.model, np.repeat(frames[None], g, 0), np.repeat(states[None], g, 0),
                                         generator=generator)

@@ -149,7 +149,7 @@ def run_grpo(policy: Any, env: Any, s: GRPOSettings, action_low: np.ndarray, act
              seed: int = 0, first_start: int = 0, on_group: Callable[[Group], None] | None = None,
              log: Callable[[str], None] = print) -> list[IterationLog]:
     """``s.iterations`` GRPO iterations of ``policy`` (changed in place) in the group env
-    ``env``; iteration ``i`` uses starts ``first_start + i * s.starts + j`` and sampling seeds
+    ``env``; iteration ``i`` uses starts ``first_start + i * s.groups + j`` and sampling seeds
     ``seed + ...``. ``on_group`` sees every finished group (e.g. to write its episodes)."""
     check_grpo_policy(policy)
     params = [p for p in policy.parameters() if p.requires_grad]

@@ -26,6 +26,17 @@ from robot_learn.world_models.modeling_world_model import VideoWorldModel
 from robot_learn.world_models.scorer import NearestFrameScorer, RolloutScorer
 
 
+
+def start_frames(store: Any, episode: int, camera: str, history: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """The first ``history`` frames ``[K, H, W, 3]`` and states ``[K, S]`` of a stored episode,
+    and its instruction: where an imagined rollout starts (short episodes repeat their last frame)."""
+    a = int(store.episode_starts[episode])
+    b = min(a + history, int(store.episode_ends[episode]))
+    idx = np.clip(np.arange(a, a + history), a, b - 1) - a
+    frames = np.asarray(store.array(f"images/{camera}")[a:b])[idx]
+    states = np.asarray(store.array("state")[a:b], np.float32)[idx]
+    return frames, states, str(store.meta["instruction"][episode])
+
 class WorldModelEnv(gym.Env):
     """Imagined rollouts of ``model`` started from episodes of ``starts``.
 
@@ -70,12 +81,7 @@ class WorldModelEnv(gym.Env):
         store, k = self.starts.store, self.model.config.history
         pick = (options or {}).get("episode")
         episode = int(pick) if pick is not None else int(self.np_random.choice(self.starts.episodes))
-        a = int(store.episode_starts[episode])
-        b = min(a + k, int(store.episode_ends[episode]))
-        idx = np.clip(np.arange(a, a + k), a, b - 1)  # short episodes repeat their last frame
-        frames = np.asarray(store.array(f"images/{self.camera}")[a:b])[idx - a]
-        states = np.asarray(store.array("state")[a:b], np.float32)[idx - a]
-        self._instruction = str(store.meta["instruction"][episode])
+        frames, states, self._instruction = start_frames(store, episode, self.camera, k)
         # A seeded reset imagines the same rollout for the same actions, in any process.
         generator = None if seed is None else torch.Generator(device=self.model.device).manual_seed(int(seed))
         self._imagination = Imagination(self.model, frames[None], states[None], generator=generator)

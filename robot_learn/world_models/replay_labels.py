@@ -36,8 +36,9 @@ def imagined_labels(model: VideoWorldModel, view: EpisodeView, batch: int = 32, 
     keep_rows, frames_out, states_out = [], [], []
     replayable = [i for i in range(len(lengths)) if lengths[i] > k]
     for lo in range(0, len(replayable), batch):
-        eps = replayable[lo:lo + batch]
+        eps = np.asarray(replayable[lo:lo + batch])
         first = offsets[eps]
+        last_row = offsets[eps + 1] - 1
         steps = int(lengths[eps].max()) - k
         imagination = Imagination(model, np.stack([real.frames[f:f + k] for f in first]),
                                   np.stack([real.states[f:f + k] for f in first]), generator=generator)
@@ -45,8 +46,7 @@ def imagined_labels(model: VideoWorldModel, view: EpisodeView, batch: int = 32, 
         for t in range(steps):  # imagines stored frame k + t of each episode
             rows = first + k + t
             inside = (k + t) < lengths[eps]
-            step_actions = np.stack([actions[min(r - 1, offsets[e + 1] - 1)] for r, e in zip(rows, eps)])
-            frame, state, problems = imagination.step(step_actions)
+            frame, state, problems = imagination.step(actions[np.minimum(rows - 1, last_row)])
             alive &= np.array([p is None for p in problems])
             use = alive & inside
             if not use.any():  # every replay has ended or left the model's range
