@@ -34,9 +34,8 @@ def split_by_start(store, held_out: float) -> tuple[list[int], list[int]]:
     seeds = np.asarray(store.meta["seed"], dtype=np.int64)
     unique = np.unique(seeds)
     cut = unique[int(round(len(unique) * (1 - held_out))):]
-    test = [int(e) for e in range(store.num_episodes) if seeds[e] in set(cut.tolist())]
-    train = [int(e) for e in range(store.num_episodes) if seeds[e] not in set(cut.tolist())]
-    return train, test
+    held = np.isin(seeds, cut)
+    return np.flatnonzero(~held).tolist(), np.flatnonzero(held).tolist()
 
 
 def judged(scorer, labels, episodes: int) -> np.ndarray:
