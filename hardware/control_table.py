@@ -144,11 +144,3 @@ def model_table(name: str) -> ModelTable:
     except KeyError:
         raise UnknownMotorError(
             f"unknown servo model {name!r}; valid models: {', '.join(MODELS)}") from None
-
-
-def model_by_number(vendor: str, number: int) -> ModelTable | None:
-    """The table whose model number matches a ping reply, or None."""
-    for table in MODELS.values():
-        if table.vendor == vendor and table.model_number == number:
-            return table
-    return None

@@ -53,11 +53,6 @@ def strip_debug_flag(argv: Sequence[str]) -> list[str]:
     return args
 
 
-def debug_enabled() -> bool:
-    """Whether ``--debug`` was given."""
-    return _debug
-
-
 def is_user_error(err: BaseException) -> bool:
     """True for errors caused by the user's input rather than by a bug.
 

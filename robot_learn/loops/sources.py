@@ -28,10 +28,6 @@ def register_source(name: str, collect: SourceFn) -> None:
     _SOURCES[name] = collect
 
 
-def source_names() -> tuple[str, ...]:
-    return tuple(_SOURCES)
-
-
 def check_sources(sources: Mapping[str, float] | Sequence[str], weights: Sequence[float] = ()) -> dict[str, float]:
     """``{name: weight}`` from a mapping, or from a list of names with ``weights`` (one per
     name; none: equal). ValueError naming the valid sources for an unknown name, and for a

@@ -141,11 +141,3 @@ def cached_features(view: Any, encoder: Any, device: Any = "cpu") -> np.ndarray:
 
     return cached_frame_features(view.store, encoder, device, progress_bar=True)
 
-
-def view_stats(view: Any, values: np.ndarray) -> dict[str, np.ndarray]:
-    """Normalisation statistics of a derived array over the view's frames only."""
-    from robot_learn.data.stats import compute_stats
-
-    store = view.store
-    starts, ends = store.episode_starts[view.episodes], store.episode_ends[view.episodes]
-    return compute_stats(np.concatenate([values[s:e] for s, e in zip(starts, ends)]))

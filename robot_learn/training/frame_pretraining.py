@@ -9,7 +9,6 @@ object the instruction names, which is what a policy needs from the frame.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -120,11 +119,6 @@ def _batch(images: Mapping[str, np.ndarray], labels: np.ndarray | None, instruct
     text = [instructions[i] for i in idx]
     target = torch.from_numpy(labels[idx]).to(device) if labels is not None else None
     return frames, text, target
-
-
-def default_steps_for(frames: int, epochs: float = 30.0, batch_size: int = 64) -> int:
-    """Steps for ``epochs`` passes over ``frames`` frames."""
-    return max(1, math.ceil(frames * epochs / batch_size))
 
 
 def with_scene_labels(policy_config: Any) -> Any:
