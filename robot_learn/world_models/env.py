@@ -26,7 +26,6 @@ from robot_learn.world_models.modeling_world_model import VideoWorldModel
 from robot_learn.world_models.scorer import NearestFrameScorer, RolloutScorer
 
 
-
 def start_frames(store: Any, episode: int, camera: str, history: int) -> tuple[np.ndarray, np.ndarray, str]:
     """The first ``history`` frames ``[K, H, W, 3]`` and states ``[K, S]`` of a stored episode,
     and its instruction: where an imagined rollout starts (short episodes repeat their last frame)."""
@@ -36,6 +35,7 @@ def start_frames(store: Any, episode: int, camera: str, history: int) -> tuple[n
     frames = np.asarray(store.array(f"images/{camera}")[a:b])[idx]
     states = np.asarray(store.array("state")[a:b], np.float32)[idx]
     return frames, states, str(store.meta["instruction"][episode])
+
 
 class WorldModelEnv(gym.Env):
     """Imagined rollouts of ``model`` started from episodes of ``starts``.
