@@ -23,7 +23,9 @@ from robot_learn.policies.discrete_diffusion import DECODINGS
 
 
 def _rows(args: argparse.Namespace) -> list[tuple[str, object, str | None, int | None]]:
-    dd = load_policy(args.dd, expected_type="discrete_diffusion")
+    dd = load_policy(args.dd)
+    if dd.name not in ("discrete_diffusion", "discrete_diffusion_ensemble"):
+        raise SystemExit(f"--dd {args.dd} holds a '{dd.name}' policy; give a discrete_diffusion(_ensemble) policy")
     rows: list[tuple[str, object, str | None, int | None]] = []
     for m in args.modes:
         iterative = m in ("maskgit", "adaptive") and args.rounds
@@ -32,7 +34,7 @@ def _rows(args: argparse.Namespace) -> list[tuple[str, object, str | None, int |
         rows.append(("continuous DDIM-10", load_policy(args.baseline, expected_type="diffusion"), None, None))
     if args.untrained:
         torch.manual_seed(0)
-        untrained = make_policy("discrete_diffusion", dd.config, None)
+        untrained = make_policy(dd.name, dd.config, None)
         buffers = dict(dd.named_buffers())  # same normalisers / tokenizer range as the trained policy, fresh weights
         untrained.load_state_dict({k: buffers.get(k, v) for k, v in untrained.state_dict().items()})
         rows.append(("discrete untrained", untrained, "maskgit", None))

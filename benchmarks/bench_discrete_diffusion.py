@@ -15,6 +15,8 @@ Subcommands (all print their configuration first):
             --replay-store S adds a share of S's demos to every batch (co-fine-tuning).
             --obs pixels --finetune-steps N then trains the frame encoder end to
             end on raw frames for N steps (policy in <out>/encoder_finetune).
+            --members K trains an ensemble of K VLAs in one run, each on its own
+            --batch-size windows of every step, decoded together (ensemble.py).
   language  Same initial scenes (forward tasks, held-out seeds) under the original
             instruction, the swapped instruction (reset option swap_roles: the other
             object is named) and a blank instruction; success is judged against the
@@ -43,6 +45,7 @@ from robot_learn.policies import make_policy
 from robot_learn.policies.diffusion import diffusion_image_config, diffusion_state_config
 from robot_learn.policies.discrete_diffusion import (
     DECODINGS,
+    DiscreteDiffusionEnsembleConfig,
     discrete_diffusion_image_config,
     discrete_diffusion_state_config,
 )
@@ -85,7 +88,7 @@ def bench_decode(args: argparse.Namespace) -> None:
     if args.policy_dir:
         from robot_learn.policies import load_policy
 
-        dd = load_policy(args.policy_dir, expected_type="discrete_diffusion")
+        dd = load_policy(args.policy_dir)
     else:
         torch.manual_seed(0)
         dd = make_policy("discrete_diffusion", discrete_diffusion_image_config(), _fake_stats(), instructions=[INSTRUCTION])
@@ -166,6 +169,14 @@ def train_multitask(args: argparse.Namespace) -> None:
     # --init: fine-tune that policy (its config, weights and normalisers) instead of building one.
     base = load_policy(resolve_policy_dir(args.init)) if args.init else None
     config = base.config if base is not None else _multitask_config(args)
+    name = args.policy
+    if args.members < 1:
+        raise SystemExit(f"--members must be >= 1, got {args.members}")
+    if args.members > 1:  # K VLAs in one run, each on its own --batch-size windows of every step
+        if base is not None or args.policy != "discrete_diffusion" or args.replay_store:
+            raise SystemExit("--members K builds a fresh discrete-diffusion ensemble; "
+                             "it does not combine with --init, --policy diffusion or --replay-store")
+        config, name = DiscreteDiffusionEnsembleConfig(**config.__dict__, members=args.members), None
     store_path = Path(args.store)
     if not store_path.exists():
         if base is not None:
@@ -201,14 +212,14 @@ def train_multitask(args: argparse.Namespace) -> None:
         config, encoder, derived = prepare_frame_features(config, demos, TASK_NAMES[0], str(store_path))
         if encoder is not None:
             print(f"frame features ready at {time.perf_counter() - t0:.0f} s")
-        policy = build_policy_for_view(config, demos, derived, name=args.policy)
+        policy = build_policy_for_view(config, demos, derived, name=name)
         if encoder is not None:
             policy.frame_encoder.load_state_dict(encoder.state_dict())
     # With the grounding loss the sampler also reads env_state (its role labels).
     window = dict(obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                   action_horizon=policy.action_horizon)
     if not args.replay_store:
-        sampler = WindowSampler(demos, batch_size=args.batch_size, seed=0, derived=derived, **window)
+        sampler = WindowSampler(demos, batch_size=args.batch_size * args.members, seed=0, derived=derived, **window)
     else:  # co-fine-tuning: a share of every batch from the replayed (pretraining) demos
         from robot_learn.loops.aggregation import MixtureSampler, split_batch
 
@@ -224,9 +235,10 @@ def train_multitask(args: argparse.Namespace) -> None:
               f"demos of {args.replay_store}")
     tasks = sorted(set(str(t) for t in demos.meta["task"]))
     print(f"config: {demos.num_episodes} demos of {tasks}, {len(instructions)} instructions, "
-          f"{sum(p.numel() for p in policy.parameters()) / 1e6:.2f} M params, {args.steps} steps x batch {args.batch_size}, "
+          f"{sum(p.numel() for p in policy.parameters()) / 1e6:.2f} M params, {args.steps} steps x batch {args.batch_size}"
+          f"{f' x {args.members} members' if args.members > 1 else ''}, "
           f"lr {args.lr}, threads {args.threads}" + (f", from {args.init}" if args.init else ""))
-    cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=200, ckpt_every=1000,
+    cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size * args.members, lr=args.lr, warmup_steps=200, ckpt_every=1000,
                       log_every=50, out_dir=args.out, num_threads=args.threads, weight_decay=1e-4)
     trainer = Trainer(policy, sampler, cfg)
     fit = trainer.fit()
@@ -338,6 +350,8 @@ def main() -> None:
                        "batch from this store's demos (e.g. the base's multi-task store)")
     train.add_argument("--replay-share", type=float, default=0.5)
     train.add_argument("--workers", type=int, default=1, help="collect missing demos with this many Ray workers")
+    train.add_argument("--members", type=int, default=1, help="train an ensemble of this many VLAs in one run, "
+                       "each on its own --batch-size windows per step, decoded together (docs/benchmarks.md)")
     language = sub.add_parser("language")
     language.add_argument("--policy-dir", required=True)
     language.add_argument("--tasks", nargs="+", default=list(FORWARD_TASKS), choices=FORWARD_TASKS)

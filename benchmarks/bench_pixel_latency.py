@@ -39,7 +39,8 @@ from robot_learn.envs.base_env import SCENE_LABELS
 from robot_learn.policies import make_policy
 
 PRESETS = {"diffusion_state": "diffusion", "diffusion_pixels": "diffusion",
-           "discrete_diffusion_pixels": "discrete_diffusion"}
+           "discrete_diffusion_pixels": "discrete_diffusion",
+           "discrete_diffusion_pixels_ensemble": "discrete_diffusion_ensemble"}
 INSTRUCTION = "put the red cube in the blue bin"
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "policy"
 
@@ -50,8 +51,7 @@ def build(preset: str):
     if config.frame_encoder:
         config = config.with_changes(frame_encoder={**config.frame_encoder, "label_names": list(SCENE_LABELS),
                                                     "vocab": sorted(set(INSTRUCTION.split()))})
-    family = "discrete_diffusion" if preset.startswith("discrete") else "diffusion"
-    return make_policy(family, config, None, instructions=[INSTRUCTION]).eval()
+    return make_policy(PRESETS.get(preset, "diffusion"), config, None, instructions=[INSTRUCTION]).eval()
 
 
 def observation(policy) -> dict:

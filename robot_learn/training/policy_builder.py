@@ -18,11 +18,13 @@ CONDITION_STATS = {k: np.array([v], dtype=np.float32) for k, v in
 
 
 def policy_name_for_config(config: Any) -> str:
-    """The registered policy name whose config class ``config`` is an instance of."""
+    """The registered policy name whose config class is ``config``'s class (else one it is
+    an instance of: an ensemble's config extends its members' config)."""
     from robot_learn.policies import get_policy_class, policy_names
 
-    for name in policy_names():
-        if isinstance(config, get_policy_class(name).config_class):
+    classes = {name: get_policy_class(name).config_class for name in policy_names()}
+    for name, config_class in sorted(classes.items(), key=lambda item: type(config) is not item[1]):
+        if isinstance(config, config_class):
             return name
     raise ValueError(f"policy config {type(config).__name__} belongs to no registered policy; "
                      f"valid policies: {', '.join(policy_names())}")

@@ -141,3 +141,22 @@ def test_negative_finetune_steps_is_one_line_error(run_cli, tmp_path):
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "frame_pretraining.finetune_steps" in lines[0] and "Traceback" not in out.stderr
+
+
+def test_the_vla_ensemble_preset_trains_evaluates_and_deploys_from_cameras(pixel_run, run_cli_in):
+    """policy=discrete_diffusion_pixels_ensemble: one run trains both members (train.batch_size
+    shared out), evaluates the ensemble, and saves one policy with one frame encoder."""
+    tmp, out, _ = pixel_run
+    assert out.returncode == 0, out.stderr[-3000:]
+    run = run_cli_in(tmp, "train", "task=bin_place", "policy=discrete_diffusion_pixels_ensemble", "policy.members=2",
+                     "data.episodes=2", "data.path=data/px.zarr", "policy.frame_pretraining.resets=24",
+                     "policy.frame_pretraining.expert_episodes=1", "policy.frame_pretraining.steps=3",
+                     "+policy.frame_pretraining.batch_size=8", "policy.hidden_dim=32", "policy.num_layers=1",
+                     "policy.num_bins=32", "policy.decoding_rounds=2", "policy.execute_horizon=4", "train=fast",
+                     "train.steps=3", "train.batch_size=4", "eval.episodes=2", "eval.max_steps=6", "eval.videos=0",
+                     "run_dir=run8", timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads((tmp / "run8" / "report.json").read_text())["tasks"]["bin_place"]["episodes"] == 2
+    policy = load_policy(tmp / "run8" / "policy", expected_type="discrete_diffusion_ensemble")
+    assert len(policy.members) == 2 and all(m.frame_encoder is None for m in policy.members)
+    assert set(policy.obs_shapes) == {"state", "images/front", "images/wrist"}

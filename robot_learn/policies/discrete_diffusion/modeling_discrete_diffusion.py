@@ -16,7 +16,7 @@ of the latest chunk.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -37,6 +37,16 @@ from robot_learn.policies.text_encoder import build_vocab
 Stats = Mapping[str, Mapping[str, Any]]
 
 
+def with_vocab(config: DiscreteDiffusionConfig, instructions: Iterable[str] | None) -> DiscreteDiffusionConfig:
+    """``config`` with its word vocabulary built from ``instructions`` when it uses language
+    and has none yet (then ``instructions`` are required)."""
+    if not config.use_language or config.vocab:
+        return config
+    if instructions is None:
+        raise ValueError("use_language=True needs config.vocab or the dataset's instructions (instructions=...)")
+    return config.with_changes(vocab=build_vocab(instructions) or ["<none>"])
+
+
 @register_policy
 class DiscreteDiffusionPolicy(Policy):
     """Masked discrete diffusion over binned action chunks.
@@ -52,10 +62,7 @@ class DiscreteDiffusionPolicy(Policy):
 
     def __init__(self, config: DiscreteDiffusionConfig, stats: Stats | None = None,
                  instructions: Iterable[str] | None = None) -> None:
-        if config.use_language and not config.vocab:
-            if instructions is None:
-                raise ValueError("use_language=True needs config.vocab or the dataset's instructions (instructions=...)")
-            config = config.with_changes(vocab=build_vocab(instructions) or ["<none>"])
+        config = with_vocab(config, instructions)
         super().__init__(config)
         if stats is not None and "action" not in stats:
             raise ValueError(f"stats lack 'action'; stats have {sorted(stats)}")
@@ -157,21 +164,27 @@ class DiscreteDiffusionPolicy(Policy):
     @torch.no_grad()
     def predict_tokens(self, obs: Obs, generator: torch.Generator | None = None, keep_trace: bool = False) -> torch.Tensor:
         """Decoded action tokens ``[B, L]``; the decode record goes to ``self.last_decode``."""
+        logits_fn, batch = self.logits_fn(obs)
+        self.last_decode = decode_tokens(logits_fn, batch, self.config.num_action_tokens, self.config.num_bins,
+                                         self.decode_settings, generator=generator, device=self.device,
+                                         keep_trace=keep_trace)
+        return self.last_decode.tokens
+
+    def logits_fn(self, obs: Obs) -> tuple[Callable[[torch.Tensor], torch.Tensor], int]:
+        """The token logits ``[B, L, num_bins]`` as a function of the (partly masked) action
+        tokens ``[B, L]``, for one observation batch (encoded once), and its batch size."""
         prefix, prefix_pad = self.observation_tokens(self.with_frame_features(obs))
         if isinstance(self.backbone, TinyTransformer) and self.backbone.prefix_cached:
             cache = self.backbone.encode_prefix(prefix, prefix_pad)  # once per chunk, reused by every round
 
-            def logits_fn(tokens: torch.Tensor) -> torch.Tensor:
+            def logits(tokens: torch.Tensor) -> torch.Tensor:
                 return self.head(self.backbone.forward_actions(self._embed_actions(tokens), cache))
         else:
 
-            def logits_fn(tokens: torch.Tensor) -> torch.Tensor:
+            def logits(tokens: torch.Tensor) -> torch.Tensor:
                 return self._logits_full(prefix, prefix_pad, tokens)
 
-        self.last_decode = decode_tokens(logits_fn, prefix.shape[0], self.config.num_action_tokens, self.config.num_bins,
-                                         self.decode_settings, generator=generator, device=prefix.device,
-                                         keep_trace=keep_trace)
-        return self.last_decode.tokens
+        return logits, prefix.shape[0]
 
     def trace_log_probs(self, obs: Obs, trace: torch.Tensor, temperature: float = 1.0
                         ) -> tuple[torch.Tensor, torch.Tensor]:

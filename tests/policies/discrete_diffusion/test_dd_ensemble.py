@@ -1,0 +1,113 @@
+"""The discrete-diffusion ensemble: members train on their own rows, decode as one, share the frame encoder."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from dd_fixtures import INSTRUCTIONS, STATE_DIM, batch_of, stats_of, synthetic_windows, tiny_config, train
+
+from robot_learn.policies import load_policy, make_policy
+from robot_learn.policies.discrete_diffusion import DiscreteDiffusionEnsemble, DiscreteDiffusionEnsembleConfig
+from robot_learn.policies.frame_encoder import FEATURES_KEY
+from robot_learn.training.policy_builder import policy_name_for_config
+
+
+def _ensemble(windows, members: int = 2, stats=None, **changes) -> DiscreteDiffusionEnsemble:
+    torch.manual_seed(0)
+    fields = tiny_config(**changes).__dict__
+    return make_policy("discrete_diffusion_ensemble", DiscreteDiffusionEnsembleConfig(**fields, members=members),
+                       stats or stats_of(windows), instructions=INSTRUCTIONS)
+
+
+def _obs(batch):
+    return {**batch["obs"], "instruction": batch["instruction"]}
+
+
+def test_an_ensemble_config_builds_the_ensemble_and_members_start_apart():
+    windows = synthetic_windows()
+    policy = _ensemble(windows, members=3)
+    assert policy_name_for_config(policy.config) == "discrete_diffusion_ensemble"
+    assert policy_name_for_config(policy.config.member_config()) == "discrete_diffusion"
+    first, second = (dict(m.named_parameters())["action_position"] for m in policy.members[:2])
+    assert not torch.equal(first, second)
+
+
+def test_each_member_learns_from_its_own_share_of_the_batch():
+    windows = synthetic_windows(n=4)
+    policy = _ensemble(windows)
+    batch = batch_of(windows)
+    grads = []
+    for shift in (0.0, 1.0):  # the odd rows' actions change: only member 1's gradient may
+        changed = copy.deepcopy(batch)
+        changed["action"][1::2] += shift
+        policy.zero_grad()
+        torch.manual_seed(0)
+        policy.compute_loss(changed)["loss"].backward()
+        grads.append([m.head[1].weight.grad.clone() for m in policy.members])
+    assert torch.equal(grads[0][0], grads[1][0])
+    assert not torch.equal(grads[0][1], grads[1][1])
+
+
+def test_a_trained_ensemble_decodes_the_memorised_chunks_and_survives_save_and_load(tmp_path):
+    torch.set_num_threads(1)
+    windows = synthetic_windows()
+    policy = _ensemble(windows)
+    losses = train(policy, batch_of(windows, repeat=8), steps=250)
+    assert np.mean(losses[-10:]) < 0.1 * np.mean(losses[:10])
+    batch = batch_of(windows)
+    target, _ = policy.tokenizer.encode(batch["action"])
+    policy.set_decoding("maskgit")
+    tokens = policy.predict_tokens(_obs(batch), generator=torch.Generator().manual_seed(0))
+    assert torch.equal(tokens, target.reshape(len(target), -1))
+    assert policy.last_nfe == policy.config.decoding_rounds
+
+    policy.save(tmp_path / "ens")
+    loaded = load_policy(tmp_path / "ens", expected_type="discrete_diffusion_ensemble")
+    assert loaded.config == policy.config
+    obs = {"state": torch.zeros(2, 1, STATE_DIM), "instruction": list(INSTRUCTIONS)}
+    a = policy.predict_action_chunk(obs, generator=torch.Generator().manual_seed(3))
+    b = loaded.predict_action_chunk(obs, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(a, b)
+
+
+def test_an_ensemble_of_identical_members_decodes_as_that_member():
+    windows = synthetic_windows()
+    policy = _ensemble(windows, members=3, token_temperature=1.0)
+    for member in policy.members[1:]:
+        member.load_state_dict(policy.members[0].state_dict())
+    alone = policy.members[0]
+    obs = _obs(batch_of(windows))
+    for mode in ("maskgit", "parallel"):
+        policy.set_decoding(mode)
+        alone.set_decoding(mode)
+        ours = policy.predict_tokens(obs, generator=torch.Generator().manual_seed(1))
+        theirs = alone.predict_tokens(obs, generator=torch.Generator().manual_seed(1))
+        assert (ours == theirs).float().mean() > 0.95, mode  # equal up to float ties in the sampled tokens
+
+
+def test_the_frame_encoder_is_held_once_and_encodes_once_for_all_members():
+    encoder = dict(cameras=["front"], image_size=32, channels=[8, 16], num_keypoints=8, camera_dim=16,
+                   feature_dim=12, vocab=["move", "the", "red", "blue", "cube"], text_dim=8, label_names=["x", "y"])
+    stats = stats_of(synthetic_windows())
+    stats[FEATURES_KEY] = {k: np.zeros(12) if k in ("min", "mean", "q01") else np.ones(12)
+                           for k in ("min", "max", "mean", "std", "q01", "q99")}
+    policy = _ensemble(synthetic_windows(), stats=stats, frame_encoder=encoder)
+    assert policy.frame_encoder is not None and all(m.frame_encoder is None for m in policy.members)
+    assert sum(k.startswith("members.") and ".frame_encoder." in k for k in policy.state_dict()) == 0
+    assert policy.obs_shapes == {"state": (STATE_DIM,), "images/front": (32, 32, 3)}
+    calls = []
+    policy.frame_encoder.register_forward_hook(lambda *_: calls.append(1))
+    obs = {"state": torch.zeros(2, 1, STATE_DIM), "images": {"front": torch.zeros(2, 1, 32, 32, 3, dtype=torch.uint8)},
+           "instruction": list(INSTRUCTIONS)}
+    assert policy.predict_action_chunk(obs).shape == (2, 4, 2)
+    assert len(calls) == 1
+
+
+def test_bad_member_counts_and_batches_too_small_to_share_are_named():
+    with pytest.raises(ValueError, match="members must be >= 1, got 0"):
+        DiscreteDiffusionEnsembleConfig(**tiny_config().__dict__, members=0)
+    windows = synthetic_windows(n=2)
+    policy = _ensemble(windows, members=3)
+    with pytest.raises(ValueError, match="a batch of 2 windows cannot give each of 3 ensemble members"):
+        policy.compute_loss(batch_of(windows))
