@@ -6,6 +6,8 @@ Every row uses the same held-out seeds of each task and the instruction the env 
 
   python benchmarks/bench_dd_success.py --dd outputs/dd_multitask/final_policy \\
       --baseline outputs/diffusion_multitask/final_policy --episodes 10
+  python benchmarks/bench_dd_success.py --dd RUN1/policy RUN2/policy RUN3/policy   # decoded together
+  python benchmarks/bench_dd_success.py --dd ENSEMBLE/policy --member 0            # one member alone
 """
 
 from __future__ import annotations
@@ -19,13 +21,19 @@ from robot_learn.envs import TASK_NAMES
 from robot_learn.evaluation import evaluate
 from robot_learn.evaluation.results import summarize_episodes
 from robot_learn.policies import load_policy, make_policy
-from robot_learn.policies.discrete_diffusion import DECODINGS
+from robot_learn.policies.discrete_diffusion import DECODINGS, DiscreteDiffusionEnsemble
 
 
 def _rows(args: argparse.Namespace) -> list[tuple[str, object, str | None, int | None]]:
-    dd = load_policy(args.dd)
-    if dd.name not in ("discrete_diffusion", "discrete_diffusion_ensemble"):
-        raise SystemExit(f"--dd {args.dd} holds a '{dd.name}' policy; give a discrete_diffusion(_ensemble) policy")
+    policies = [load_policy(d) for d in args.dd]
+    for d, p in zip(args.dd, policies):
+        if p.name not in ("discrete_diffusion", "discrete_diffusion_ensemble"):
+            raise SystemExit(f"--dd {d} holds a '{p.name}' policy; give discrete_diffusion(_ensemble) policies")
+    try:  # several: decoded together as one ensemble
+        dd = policies[0] if len(policies) == 1 else DiscreteDiffusionEnsemble.from_members(policies)
+        dd = dd.member_policy(args.member) if args.member is not None else dd
+    except (ValueError, AttributeError, IndexError) as error:
+        raise SystemExit(f"--dd {' '.join(args.dd)} --member {args.member}: {error}") from None
     rows: list[tuple[str, object, str | None, int | None]] = []
     for m in args.modes:
         iterative = m in ("maskgit", "adaptive") and args.rounds
@@ -43,7 +51,9 @@ def _rows(args: argparse.Namespace) -> list[tuple[str, object, str | None, int |
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dd", required=True, help="discrete-diffusion policy directory")
+    ap.add_argument("--dd", required=True, nargs="+", help="discrete-diffusion policy directory; several: "
+                    "decoded together as one ensemble (same config and frame encoder)")
+    ap.add_argument("--member", type=int, default=None, help="evaluate only this member of the ensemble")
     ap.add_argument("--baseline", default="", help="continuous diffusion policy directory")
     ap.add_argument("--tasks", nargs="+", default=list(TASK_NAMES), choices=TASK_NAMES)
     ap.add_argument("--modes", nargs="+", default=list(DECODINGS), choices=DECODINGS)

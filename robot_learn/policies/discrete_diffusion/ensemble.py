@@ -5,6 +5,8 @@ per observation) and are trained in one run: each takes its own share of every b
 so the members differ in initialisation and in the windows they see. At inference every
 MaskGIT round averages the members' token log-probabilities (a product of experts) and
 decodes from that, so the members agree on a chunk instead of one member's draw deciding.
+``from_members`` combines VLAs trained apart (same config and encoder weights);
+``member_policy(k)`` gives one member back as a policy of its own.
 
 Why: on the six-task pixel suite, single VLAs trained from the same data differ by more
 than 20 points of success depending only on the order of their training windows
@@ -14,7 +16,7 @@ than 20 points of success depending only on the order of their training windows
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +76,37 @@ class DiscreteDiffusionEnsemble(Policy):
         self.members = nn.ModuleList(DiscreteDiffusionPolicy(member, stats) for _ in range(config.members))
         self.decode_settings = DiscreteDiffusionPolicy._settings_from(config)
         self.last_decode: DecodeResult | None = None
+
+    @classmethod
+    def from_members(cls, policies: Sequence[DiscreteDiffusionPolicy]) -> DiscreteDiffusionEnsemble:
+        """An ensemble of separately trained VLAs of one config whose frame encoders (if any)
+        hold the same weights; ValueError naming the first member that differs."""
+        first = policies[0]
+        encoder = {} if first.frame_encoder is None else first.frame_encoder.state_dict()
+        for k, other in enumerate(policies[1:], start=1):
+            if other.name != "discrete_diffusion" or other.config != first.config:
+                fields = [f.name for f in dataclasses.fields(first.config)
+                          if getattr(first.config, f.name) != getattr(other.config, f.name, None)]
+                raise ValueError(f"ensemble member {k} ('{other.name}') differs from member 0 in {fields or 'type'}")
+            theirs = {} if other.frame_encoder is None else other.frame_encoder.state_dict()
+            if any(not torch.equal(value, theirs[name]) for name, value in encoder.items()):
+                raise ValueError(f"ensemble member {k}'s frame encoder has other weights than member 0's; "
+                                 f"members must share one encoder")
+        ensemble = cls(DiscreteDiffusionEnsembleConfig(**first.config.__dict__, members=len(policies)))
+        if ensemble.frame_encoder is not None:
+            ensemble.frame_encoder.load_state_dict(encoder)
+        for member, policy in zip(ensemble.members, policies):
+            member.load_state_dict({n: v for n, v in policy.state_dict().items() if not n.startswith("frame_encoder.")})
+        return ensemble.eval()
+
+    def member_policy(self, k: int) -> DiscreteDiffusionPolicy:
+        """Member ``k`` as a policy of its own, with a copy of the shared frame encoder."""
+        config = self.config.member_config().with_changes(frame_encoder=self.config.frame_encoder,
+                                                          frame_pretraining=self.config.frame_pretraining)
+        alone = DiscreteDiffusionPolicy(config)
+        encoder = {} if self.frame_encoder is None else self.frame_encoder.state_dict()
+        alone.load_state_dict({**self.members[k].state_dict(), **{f"frame_encoder.{n}": v for n, v in encoder.items()}})
+        return alone.to(self.device).eval()
 
     @property
     def tokenizer(self) -> ActionTokenizer:

@@ -86,13 +86,19 @@ def test_an_ensemble_of_identical_members_decodes_as_that_member():
         assert (ours == theirs).float().mean() > 0.95, mode  # equal up to float ties in the sampled tokens
 
 
-def test_the_frame_encoder_is_held_once_and_encodes_once_for_all_members():
-    encoder = dict(cameras=["front"], image_size=32, channels=[8, 16], num_keypoints=8, camera_dim=16,
-                   feature_dim=12, vocab=["move", "the", "red", "blue", "cube"], text_dim=8, label_names=["x", "y"])
+ENCODER = dict(cameras=["front"], image_size=32, channels=[8, 16], num_keypoints=8, camera_dim=16,
+               feature_dim=12, vocab=["move", "the", "red", "blue", "cube"], text_dim=8, label_names=["x", "y"])
+
+
+def _pixel_stats() -> dict:
     stats = stats_of(synthetic_windows())
     stats[FEATURES_KEY] = {k: np.zeros(12) if k in ("min", "mean", "q01") else np.ones(12)
                            for k in ("min", "max", "mean", "std", "q01", "q99")}
-    policy = _ensemble(synthetic_windows(), stats=stats, frame_encoder=encoder)
+    return stats
+
+
+def test_the_frame_encoder_is_held_once_and_encodes_once_for_all_members():
+    policy = _ensemble(synthetic_windows(), stats=_pixel_stats(), frame_encoder=ENCODER)
     assert policy.frame_encoder is not None and all(m.frame_encoder is None for m in policy.members)
     assert sum(k.startswith("members.") and ".frame_encoder." in k for k in policy.state_dict()) == 0
     assert policy.obs_shapes == {"state": (STATE_DIM,), "images/front": (32, 32, 3)}
@@ -111,3 +117,32 @@ def test_bad_member_counts_and_batches_too_small_to_share_are_named():
     policy = _ensemble(windows, members=3)
     with pytest.raises(ValueError, match="a batch of 2 windows cannot give each of 3 ensemble members"):
         policy.compute_loss(batch_of(windows))
+
+
+def test_separately_trained_policies_combine_and_each_member_comes_back_alone():
+    windows = synthetic_windows()
+    torch.manual_seed(0)
+    singles = [make_policy("discrete_diffusion", tiny_config(), stats_of(windows), instructions=INSTRUCTIONS)
+               for _ in range(2)]
+    for k, single in enumerate(singles):
+        train(single, batch_of(windows, repeat=4), steps=20, seed=k)
+    ensemble = DiscreteDiffusionEnsemble.from_members(singles)
+    assert ensemble.config.members == 2
+    obs = _obs(batch_of(windows))
+    for k, single in enumerate(singles):
+        alone = ensemble.member_policy(k)
+        assert alone.config == single.config
+        for policy in (alone, single):
+            policy.set_decoding("maskgit")
+        assert torch.equal(alone.predict_tokens(obs, generator=torch.Generator().manual_seed(2)),
+                           single.predict_tokens(obs, generator=torch.Generator().manual_seed(2)))
+    other = make_policy("discrete_diffusion", tiny_config(num_bins=16), stats_of(windows), instructions=INSTRUCTIONS)
+    with pytest.raises(ValueError, match=r"ensemble member 1 \('discrete_diffusion'\) differs from member 0 in \['num_bins'\]"):
+        DiscreteDiffusionEnsemble.from_members([singles[0], other])
+
+
+def test_members_with_different_frame_encoders_are_refused():
+    singles = [make_policy("discrete_diffusion", tiny_config(frame_encoder=ENCODER), _pixel_stats(),
+                           instructions=INSTRUCTIONS) for _ in range(2)]
+    with pytest.raises(ValueError, match="ensemble member 1's frame encoder has other weights than member 0's"):
+        DiscreteDiffusionEnsemble.from_members(singles)
