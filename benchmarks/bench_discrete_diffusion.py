@@ -176,7 +176,7 @@ def train_multitask(args: argparse.Namespace) -> None:
         if base is not None or args.policy != "discrete_diffusion" or args.replay_store:
             raise SystemExit("--members K builds a fresh discrete-diffusion ensemble; "
                              "it does not combine with --init, --policy diffusion or --replay-store")
-        config, name = DiscreteDiffusionEnsembleConfig(**config.__dict__, members=args.members), None
+        config, name = DiscreteDiffusionEnsembleConfig.of(config, args.members), None
     store_path = Path(args.store)
     if not store_path.exists():
         if base is not None:

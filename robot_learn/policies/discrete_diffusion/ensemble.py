@@ -48,6 +48,12 @@ class DiscreteDiffusionEnsembleConfig(DiscreteDiffusionConfig):
         super().validate()
         check_at_least(self, ("members",), 1)
 
+    @classmethod
+    def of(cls, member: DiscreteDiffusionConfig, members: int) -> DiscreteDiffusionEnsembleConfig:
+        """``members`` VLAs of config ``member``."""
+        fields = {f.name: getattr(member, f.name) for f in dataclasses.fields(DiscreteDiffusionConfig)}
+        return cls(**fields, members=members)
+
     def member_config(self) -> DiscreteDiffusionConfig:
         """One member's config: this one without ``members`` and without the frame encoder,
         whose ``features`` (still in ``state_dims``) the ensemble computes once for all."""
@@ -58,7 +64,7 @@ class DiscreteDiffusionEnsembleConfig(DiscreteDiffusionConfig):
 def discrete_diffusion_pixels_ensemble_config(members: int = 3, **overrides: Any) -> DiscreteDiffusionEnsembleConfig:
     """``members`` VLAs of the ``discrete_diffusion_pixels`` preset (configs/policy/
     discrete_diffusion_pixels_ensemble.yaml)."""
-    return DiscreteDiffusionEnsembleConfig(**discrete_diffusion_pixels_config(**overrides).__dict__, members=members)
+    return DiscreteDiffusionEnsembleConfig.of(discrete_diffusion_pixels_config(**overrides), members)
 
 
 @register_policy
@@ -92,7 +98,7 @@ class DiscreteDiffusionEnsemble(Policy):
             if any(not torch.equal(value, theirs[name]) for name, value in encoder.items()):
                 raise ValueError(f"ensemble member {k}'s frame encoder has other weights than member 0's; "
                                  f"members must share one encoder")
-        ensemble = cls(DiscreteDiffusionEnsembleConfig(**first.config.__dict__, members=len(policies)))
+        ensemble = cls(DiscreteDiffusionEnsembleConfig.of(first.config, len(policies)))
         if ensemble.frame_encoder is not None:
             ensemble.frame_encoder.load_state_dict(encoder)
         for member, policy in zip(ensemble.members, policies):
