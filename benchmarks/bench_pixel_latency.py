@@ -7,16 +7,18 @@ observation step. Goal (pixel presets): p50 <= 30 ms on 2 threads.
 
 ``--compare`` times each diffusion preset three ways: ``plain`` (the ``nn.Conv1d``
 U-Net), ``fast`` (``fast_inference``, ``MatmulConv1d``) and ``compiled`` (``fast`` plus
-``compile_inference``, the denoiser through ``torch.compile``; compiled before timing).
-The order rotates run by run in one process so that load from other jobs hits all
-alike; it prints wall p50/p95, the ratio to plain, process-CPU p50, and the largest
-action difference to plain. The discrete-diffusion preset has no such paths.
+``compile_inference``: the denoiser and the frame encoder through ``torch.compile``;
+compiled before timing), and each discrete-diffusion preset two ways, ``plain`` and
+``compiled`` (each decoding round, the ensemble's members in one graph, and the frame
+encoder). The order rotates run by run in one process so that load from other jobs hits
+all alike; it prints wall p50/p95, the ratio to plain, process-CPU p50, and the largest
+action difference to plain (0 for the VLA: the same tokens, decoded from one seed).
 
 ``--samplers ddim:10 ddim:5 dpmsolver:3 mip vla`` times ``diffusion_pixels`` under each
 sampler and step count (``mip``: the ``diffusion_mip_pixels`` preset's two passes; ``vla``:
 ``discrete_diffusion_pixels``), interleaved in one process with the order rotating, and
 prints each arm's p50 / p95 and its ratio to the first arm. ``--compile`` runs every
-diffusion arm through ``compile_inference`` (compiled before timing).
+arm through ``compile_inference`` (compiled before timing).
 
     .venv/bin/python benchmarks/bench_pixel_latency.py [--runs 100] [--threads 2] [--compare]
     .venv/bin/python benchmarks/bench_pixel_latency.py --samplers ddim:10 ddim:5 mip [--compile]
@@ -69,17 +71,30 @@ def observation(policy) -> dict:
 ARMS = {"plain": (False, False), "fast": (True, False), "compiled": (True, True)}  # (fast_inference, compile)
 
 
+def set_arm(policy, arm: str) -> None:
+    """The diffusion U-Net's paths (``fast_inference``, ``compile_inference``), or for the
+    discrete-diffusion presets (no ``fast`` path) ``compile_inference`` on or off."""
+    fast, compiled = ARMS[arm]
+    if hasattr(policy, "set_fast_inference"):
+        policy.set_fast_inference(fast, compile=compiled)
+    else:
+        policy.set_compile_inference(compiled)
+
+
+def compiled_call(policy):
+    """The policy's compiled network call (its ``failed`` says whether it fell back to eager)."""
+    return getattr(policy, "compiled_denoiser", None) or policy.compiled_round
+
+
 def compare(runs: int, warmup: int, threads: int) -> None:
-    """Each diffusion preset plain, fast and compiled, the order rotating run by run."""
+    """Each preset plain, fast (diffusion only) and compiled, the order rotating run by run."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"bench_pixel_latency --compare: torch {torch.__version__}, {threads} threads, {runs} runs after {warmup} "
           f"warmup, batch 1, {platform.processor() or platform.machine()}, {os.cpu_count()} cores (load {load:.1f})")
     print("| preset | arm | p50 / p95 (ms) | p50 / plain | CPU ms p50 | max action difference to plain |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
-    names = list(ARMS)
     for preset, family in PRESETS.items():
-        if family != "diffusion":
-            continue
+        names = list(ARMS) if family == "diffusion" else ["plain", "compiled"]
         policy = build(preset)
         obs = observation(policy)
         wall: dict[str, list[float]] = {arm: [] for arm in names}
@@ -87,17 +102,17 @@ def compare(runs: int, warmup: int, threads: int) -> None:
         chunks = {}
         with torch.no_grad():
             for arm in names:  # the compiled arm compiles here, outside the timing
-                policy.set_fast_inference(ARMS[arm][0], compile=ARMS[arm][1])
+                set_arm(policy, arm)
                 chunks[arm] = policy.predict_action_chunk(obs, generator=torch.Generator().manual_seed(0))
             for i in range(warmup + runs):
-                for arm in names[i % 3:] + names[: i % 3]:
-                    policy.set_fast_inference(ARMS[arm][0], compile=ARMS[arm][1])
+                for arm in names[i % len(names):] + names[: i % len(names)]:
+                    set_arm(policy, arm)
                     t0, c0 = time.perf_counter(), time.process_time()
                     policy.predict_action_chunk(obs)
                     if i >= warmup:
                         wall[arm].append((time.perf_counter() - t0) * 1000.0)
                         cpu[arm].append((time.process_time() - c0) * 1000.0)
-        if policy.compiled_denoiser.failed:
+        if compiled_call(policy).failed:
             print(f"| {preset} | compiled | torch.compile failed: the arm ran eagerly | | | |")
         plain = float(np.median(wall["plain"]))
         for arm in names:
@@ -114,6 +129,7 @@ def sampler_arms(settings: list[str], compiled: bool) -> dict[str, tuple]:
     for setting in settings:
         if setting == "vla":
             policy = build("discrete_diffusion_pixels")
+            policy.set_compile_inference(compiled)
         else:
             policy = build("diffusion_mip_pixels" if setting == "mip" else "diffusion_pixels")
             kind, _, steps = setting.partition(":")
@@ -158,7 +174,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--compare", action="store_true", help="fast inference path off vs on, interleaved")
     parser.add_argument("--samplers", nargs="+", help="arms: SAMPLER:STEPS of diffusion_pixels, mip, vla")
-    parser.add_argument("--compile", action="store_true", help="with --samplers: compile every diffusion arm")
+    parser.add_argument("--compile", action="store_true", help="with --samplers: compile every arm")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.samplers:

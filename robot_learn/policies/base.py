@@ -128,7 +128,8 @@ class Policy(nn.Module, ABC):
         if self.frame_encoder.text is not None:
             instructions = [text for text in batch_instructions(obs, batch) for _ in range(steps)]
         features = (self.frame_encoder.encode(flat, instructions) if trainable
-                    else frozen_features(self.frame_encoder, flat, instructions))
+                    else frozen_features(self.frame_encoder, flat, instructions,
+                                         compiled=bool(getattr(self.config, "compile_inference", False))))
         return {**obs, FEATURES_KEY: features.reshape(batch, steps, -1)}
 
     # --- shared behaviour ---------------------------------------------------------

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from robot_learn.policies.compiled_call import CompiledCall
 from robot_learn.policies.config_checks import check_choice
 from robot_learn.policies.text_encoder import VocabTextEncoder
 from robot_learn.policies.vision_encoder import VisionEncoder
@@ -175,23 +176,25 @@ class FrameEncoder(nn.Module):
         self.register_buffer("label_mean", torch.zeros(n_labels))
         self.register_buffer("label_std", torch.ones(n_labels))
         self.decoder = _FrameDecoder(config) if config.signal == "autoencoder" else None
+        self.compiled_readout = CompiledCall(self._readout, "the frame encoder")  # encode(..., compiled=True)
 
     @property
     def out_dim(self) -> int:
         """Size of what policies read (``encode``)."""
         return output_dim(self.config)
 
-    def encode(self, images: Mapping[str, torch.Tensor], instructions: Sequence[str] | None = None) -> torch.Tensor:
-        """What policies read: predicted labels or the latent, as ``config.output`` says."""
-        latent = self(images, instructions)
-        if self.config.output == "latent":
-            return latent
-        labels = self.predict_labels(latent)
-        if self.config.output == "poses":
-            return labels[:, [self.config.label_names.index(n) for n in POSE_LABELS]]
-        return labels
+    def encode(self, images: Mapping[str, torch.Tensor], instructions: Sequence[str] | None = None,
+               compiled: bool = False) -> torch.Tensor:
+        """What policies read: predicted labels or the latent, as ``config.output`` says.
+        ``compiled``: the image trunks and heads through ``torch.compile`` (``CompiledCall``)."""
+        cond = self._condition(images, instructions)
+        return (self.compiled_readout if compiled else self._readout)(images, cond)
 
     def forward(self, images: Mapping[str, torch.Tensor], instructions: Sequence[str] | None = None) -> torch.Tensor:
+        return self._latent(images, self._condition(images, instructions))
+
+    def _condition(self, images: Mapping[str, torch.Tensor], instructions: Sequence[str] | None) -> torch.Tensor | None:
+        """Checks the cameras and their frame size; the instruction's embedding (None without text)."""
         missing = [c for c in self.config.cameras if c not in images]
         if missing:
             raise ValueError(f"the frame encoder reads cameras {self.config.cameras}; the observation lacks "
@@ -202,13 +205,24 @@ class FrameEncoder(nn.Module):
             if shape != (size, size, 3):
                 raise ValueError(f"camera {camera!r} frames are {shape}; the frame encoder was trained on "
                                  f"({size}, {size}, 3)")
-        cond = None
-        if self.text is not None:
-            if instructions is None:
-                raise ValueError("this frame encoder is conditioned on the instruction; pass the instructions")
-            cond = self.text(list(instructions))
+        if self.text is None:
+            return None
+        if instructions is None:
+            raise ValueError("this frame encoder is conditioned on the instruction; pass the instructions")
+        return self.text(list(instructions))
+
+    def _latent(self, images: Mapping[str, torch.Tensor], cond: torch.Tensor | None) -> torch.Tensor:
         parts = [self.cameras[c](images[c], cond) for c in self.config.cameras]
         return self.fuse(torch.cat(parts, dim=-1))
+
+    def _readout(self, images: Mapping[str, torch.Tensor], cond: torch.Tensor | None) -> torch.Tensor:
+        latent = self._latent(images, cond)
+        if self.config.output == "latent":
+            return latent
+        labels = self.predict_labels(latent)
+        if self.config.output == "poses":
+            return labels[:, [self.config.label_names.index(n) for n in POSE_LABELS]]
+        return labels
 
     def encoding_parameter_names(self) -> set[str]:
         """Names of the parameters ``encode`` reads: all but the pretraining-only heads (the
@@ -276,12 +290,13 @@ class FrameEncoder(nn.Module):
 
 
 def frozen_features(encoder: FrameEncoder, images: Mapping[str, torch.Tensor],
-                    instructions: Sequence[str] | None) -> torch.Tensor:
-    """Features of a frozen encoder (eval mode, no autograd), for policies and caches."""
+                    instructions: Sequence[str] | None, compiled: bool = False) -> torch.Tensor:
+    """Features of a frozen encoder (eval mode, no autograd), for policies and caches;
+    ``compiled``: through ``torch.compile`` (a policy's ``compile_inference``)."""
     was_training = encoder.training
     encoder.eval()
     with torch.no_grad():
-        out = encoder.encode(images, instructions)
+        out = encoder.encode(images, instructions, compiled=compiled)
     encoder.train(was_training)
     return out
 

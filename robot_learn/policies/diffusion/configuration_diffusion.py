@@ -96,7 +96,7 @@ class DiffusionConfig:
     # the U-Net's convolutions as matrix products in eval mode (same actions, faster at small
     # batches on CPU; MatmulConv1d). Training is unaffected.
     fast_inference: bool = True
-    # torch.compile the denoiser for inference (CompiledDenoiser): faster again, but the first
+    # torch.compile the denoiser for inference (CompiledCall): faster again, but the first
     # chunk compiles (about 50 s on 2 cores) and it needs a C++ compiler; eager after one warning if not.
     compile_inference: bool = False
     # pixels through a pretrained, frozen frame encoder (FrameEncoderConfig / FramePretrainConfig

@@ -27,8 +27,8 @@ import torch.nn.functional as F
 from diffusers import DDIMScheduler, DDPMScheduler, DPMSolverMultistepScheduler
 
 from robot_learn.policies.base import Obs, Policy
+from robot_learn.policies.compiled_call import CompiledCall
 from robot_learn.policies.config_checks import check_choice
-from robot_learn.policies.diffusion.compiled_denoiser import CompiledDenoiser
 from robot_learn.policies.diffusion.configuration_diffusion import INFERENCE_SCHEDULERS, DiffusionConfig
 from robot_learn.policies.diffusion.guidance import Guidance
 from robot_learn.policies.diffusion.matmul_conv import set_matmul_inference
@@ -147,7 +147,7 @@ class DiffusionPolicy(Policy):
                 causal=config.transformer_causal,
             )
         set_matmul_inference(self.denoiser, config.fast_inference)
-        self.compiled_denoiser = CompiledDenoiser(self.denoiser)  # used when config.compile_inference
+        self.compiled_denoiser = CompiledCall(self.denoiser, "the denoiser")  # used when config.compile_inference
         # Training adds noise with the DDPM forward process, the same schedule every sampler reverses.
         self.noise_scheduler = make_inference_scheduler("ddpm", config)
         self.sampler = make_inference_scheduler(config.inference_scheduler, config)

@@ -34,7 +34,7 @@ class DiscreteDiffusionConfig:
     # run may resume with them changed (Trainer's resume check).
     inference_fields: ClassVar[frozenset[str]] = frozenset({
         "execute_horizon", "decoding", "decoding_rounds", "confidence", "token_temperature", "choice_temperature",
-        "remask_threshold", "remask_margin"})
+        "remask_threshold", "remask_margin", "compile_inference"})
 
     # shapes
     action_dim: int = 5
@@ -88,6 +88,10 @@ class DiscreteDiffusionConfig:
     choice_temperature: float = 1.0  # Gumbel noise on the keep/re-mask choice, annealed to 0
     remask_threshold: float = 0.05  # committed token re-masked if its confidence falls below this
     remask_margin: float = 0.5  # ... or drops by more than this since it was committed
+    # torch.compile each decoding round's network pass and the frozen frame encoder (CompiledCall):
+    # the same tokens, faster at batch 1, but the first chunk compiles (tens of seconds on 2 cores)
+    # and it needs a C++ compiler; eager after one warning if not. Prefix-cached tiny backbone only.
+    compile_inference: bool = False
     # pixels through a pretrained, frozen frame encoder (FrameEncoderConfig / FramePretrainConfig
     # as dicts; empty: none). Its output is the low-dim key "features", added to state_dims.
     frame_encoder: dict[str, Any] = field(default_factory=dict)

@@ -25,8 +25,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from robot_learn.policies.base import Obs, Policy
+from robot_learn.policies.compiled_call import CompiledCall
 from robot_learn.policies.config_checks import check_at_least
 from robot_learn.policies.discrete_diffusion.action_tokenizer import ActionTokenizer
+from robot_learn.policies.discrete_diffusion.backbone import PrefixCache
 from robot_learn.policies.discrete_diffusion.configuration_discrete_diffusion import (
     DiscreteDiffusionConfig,
     discrete_diffusion_pixels_config,
@@ -82,6 +84,7 @@ class DiscreteDiffusionEnsemble(Policy):
         self.members = nn.ModuleList(DiscreteDiffusionPolicy(member, stats) for _ in range(config.members))
         self.decode_settings = DiscreteDiffusionPolicy._settings_from(config)
         self.last_decode: DecodeResult | None = None
+        self.compiled_round = CompiledCall(self._mean_log_probs, "the ensemble's decoding round")
 
     @classmethod
     def from_members(cls, policies: Sequence[DiscreteDiffusionPolicy]) -> DiscreteDiffusionEnsemble:
@@ -130,6 +133,17 @@ class DiscreteDiffusionEnsemble(Policy):
         """Switch the decoding mode / rounds / other decode knobs of the ensemble."""
         DiscreteDiffusionPolicy.set_decoding(self, mode, rounds, **settings)
 
+    def set_compile_inference(self, enabled: bool) -> None:
+        """Switch ``compile_inference``: the shared frame encoder and the members' rounds (one graph)."""
+        self.config = self.config.with_changes(compile_inference=bool(enabled))
+        for member in self.members:
+            member.set_compile_inference(enabled)
+
+    def _mean_log_probs(self, tokens: torch.Tensor, caches: Sequence[PrefixCache]) -> torch.Tensor:
+        """One round of every member (each against its own cached prefix), log-probabilities averaged."""
+        return torch.stack([F.log_softmax(m._action_round(tokens, cache).float(), dim=-1)
+                            for m, cache in zip(self.members, caches)]).mean(dim=0)
+
     # --- training ---------------------------------------------------------------
     def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
         """The members' mean loss, member ``k`` of ``K`` on rows ``k, k + K, k + 2K, ...`` of
@@ -152,10 +166,17 @@ class DiscreteDiffusionEnsemble(Policy):
     def predict_tokens(self, obs: Obs, generator: torch.Generator | None = None, keep_trace: bool = False) -> torch.Tensor:
         """Decoded action tokens ``[B, L]`` from the members' mean log-probabilities per round."""
         obs = self.with_frame_features(obs)
-        fns, batches = zip(*(m.logits_fn(obs) for m in self.members))
+        if self.config.compile_inference and all(m.prefix_cached for m in self.members):
+            caches = [m.prefix_cache(obs) for m in self.members]
+            batches = [cache[1].shape[0] for cache in caches]
 
-        def log_probs(tokens: torch.Tensor) -> torch.Tensor:
-            return torch.stack([F.log_softmax(fn(tokens).float(), dim=-1) for fn in fns]).mean(dim=0)
+            def log_probs(tokens: torch.Tensor) -> torch.Tensor:  # all members in one compiled graph
+                return self.compiled_round(tokens, caches)
+        else:
+            fns, batches = zip(*(m.logits_fn(obs) for m in self.members))
+
+            def log_probs(tokens: torch.Tensor) -> torch.Tensor:
+                return torch.stack([F.log_softmax(fn(tokens).float(), dim=-1) for fn in fns]).mean(dim=0)
 
         self.last_decode = decode_tokens(log_probs, batches[0], self.config.num_action_tokens, self.config.num_bins,
                                          self.decode_settings, generator=generator, device=self.device,

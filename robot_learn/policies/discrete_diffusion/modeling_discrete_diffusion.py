@@ -24,8 +24,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from robot_learn.policies.base import Obs, Policy
+from robot_learn.policies.compiled_call import CompiledCall
 from robot_learn.policies.discrete_diffusion.action_tokenizer import ActionTokenizer
-from robot_learn.policies.discrete_diffusion.backbone import HFBackbone, TinyTransformer
+from robot_learn.policies.discrete_diffusion.backbone import HFBackbone, PrefixCache, TinyTransformer
 from robot_learn.policies.discrete_diffusion.configuration_discrete_diffusion import DiscreteDiffusionConfig
 from robot_learn.policies.discrete_diffusion.decoding import DecodeResult, DecodeSettings, decode_tokens, round_commits
 from robot_learn.policies.discrete_diffusion.grounding import ROLE_NAMES, slot_roles
@@ -90,6 +91,7 @@ class DiscreteDiffusionPolicy(Policy):
             self.grounding_head = nn.Linear(dim, len(ROLE_NAMES))
         self.decode_settings = self._settings_from(config)
         self.last_decode: DecodeResult | None = None
+        self.compiled_round = CompiledCall(self._action_round, "the decoding round")  # config.compile_inference
 
     @staticmethod
     def _settings_from(config: DiscreteDiffusionConfig) -> DecodeSettings:
@@ -113,6 +115,10 @@ class DiscreteDiffusionPolicy(Policy):
         current = self.decode_settings
         changes = {"mode": mode or current.mode, "rounds": rounds or current.rounds, **settings}
         self.decode_settings = DecodeSettings(**{**current.__dict__, **changes})
+
+    def set_compile_inference(self, enabled: bool) -> None:
+        """Switch ``compile_inference`` (torch.compile of each round and of the frame encoder)."""
+        self.config = self.config.with_changes(compile_inference=bool(enabled))
 
     # --- training ---------------------------------------------------------------
     def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
@@ -173,18 +179,29 @@ class DiscreteDiffusionPolicy(Policy):
     def logits_fn(self, obs: Obs) -> tuple[Callable[[torch.Tensor], torch.Tensor], int]:
         """The token logits ``[B, L, num_bins]`` as a function of the (partly masked) action
         tokens ``[B, L]``, for one observation batch (encoded once), and its batch size."""
+        if self.prefix_cached:
+            cache = self.prefix_cache(obs)  # once per chunk, reused by every round
+            action_round = self.compiled_round if self.config.compile_inference else self._action_round
+
+            def logits(tokens: torch.Tensor) -> torch.Tensor:
+                return action_round(tokens, cache)
+
+            return logits, cache[1].shape[0]
         prefix, prefix_pad = self.observation_tokens(self.with_frame_features(obs))
-        if isinstance(self.backbone, TinyTransformer) and self.backbone.prefix_cached:
-            cache = self.backbone.encode_prefix(prefix, prefix_pad)  # once per chunk, reused by every round
 
-            def logits(tokens: torch.Tensor) -> torch.Tensor:
-                return self.head(self.backbone.forward_actions(self._embed_actions(tokens), cache))
-        else:
+        def full(tokens: torch.Tensor) -> torch.Tensor:
+            return self._logits_full(prefix, prefix_pad, tokens)
 
-            def logits(tokens: torch.Tensor) -> torch.Tensor:
-                return self._logits_full(prefix, prefix_pad, tokens)
+        return full, prefix.shape[0]
 
-        return logits, prefix.shape[0]
+    @property
+    def prefix_cached(self) -> bool:
+        """Whether rounds run only the action tokens against a cached observation prefix."""
+        return isinstance(self.backbone, TinyTransformer) and self.backbone.prefix_cached
+
+    def prefix_cache(self, obs: Obs) -> PrefixCache:
+        """The observation prefix's keys and values at every layer (``prefix_cached`` only)."""
+        return self.backbone.encode_prefix(*self.observation_tokens(self.with_frame_features(obs)))
 
     def trace_log_probs(self, obs: Obs, trace: torch.Tensor, temperature: float = 1.0
                         ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -230,6 +247,10 @@ class DiscreteDiffusionPolicy(Policy):
         return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     # --- helpers ----------------------------------------------------------------
+    def _action_round(self, tokens: torch.Tensor, cache: PrefixCache) -> torch.Tensor:
+        """One decoding round's logits ``[B, L, num_bins]`` given the cached observation prefix."""
+        return self.head(self.backbone.forward_actions(self._embed_actions(tokens), cache))
+
     def _embed_actions(self, tokens: torch.Tensor) -> torch.Tensor:
         return self.action_embedding(tokens) + self.action_position
 

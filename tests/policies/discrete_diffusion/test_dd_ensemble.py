@@ -103,7 +103,7 @@ def test_the_frame_encoder_is_held_once_and_encodes_once_for_all_members():
     assert sum(k.startswith("members.") and ".frame_encoder." in k for k in policy.state_dict()) == 0
     assert policy.obs_shapes == {"state": (STATE_DIM,), "images/front": (32, 32, 3)}
     calls = []
-    policy.frame_encoder.register_forward_hook(lambda *_: calls.append(1))
+    policy.frame_encoder.cameras["front"].register_forward_hook(lambda *_: calls.append(1))  # its image trunk
     obs = {"state": torch.zeros(2, 1, STATE_DIM), "images": {"front": torch.zeros(2, 1, 32, 32, 3, dtype=torch.uint8)},
            "instruction": list(INSTRUCTIONS)}
     assert policy.predict_action_chunk(obs).shape == (2, 4, 2)
