@@ -14,9 +14,10 @@ encoder). The order rotates run by run in one process so that load from other jo
 all alike; it prints wall p50/p95, the ratio to plain, process-CPU p50, and the largest
 action difference to plain (0 for the VLA: the same tokens, decoded from one seed).
 
-``--samplers ddim:10 ddim:5 dpmsolver:3 mip vla`` times ``diffusion_pixels`` under each
-sampler and step count (``mip``: the ``diffusion_mip_pixels`` preset's two passes; ``vla``:
-``discrete_diffusion_pixels``), interleaved in one process with the order rotating, and
+``--samplers ddim:10 ddim:5 dpmsolver:3 mip vla ensemble:4`` times ``diffusion_pixels`` under
+each sampler and step count (``mip``: the ``diffusion_mip_pixels`` preset's two passes; ``vla``
+and ``ensemble``: ``discrete_diffusion_pixels`` and its ensemble preset, ``:K`` decoding K
+rounds), interleaved in one process with the order rotating, and
 prints each arm's p50 / p95 and its ratio to the first arm. ``--compile`` runs every
 arm through ``compile_inference`` (compiled before timing).
 
@@ -122,17 +123,22 @@ def compare(runs: int, warmup: int, threads: int) -> None:
                   f"{np.median(cpu[arm]):.1f} | {difference:.1e} |")
 
 
+VLA_ARMS = {"vla": "discrete_diffusion_pixels", "ensemble": "discrete_diffusion_pixels_ensemble"}
+
+
 def sampler_arms(settings: list[str], compiled: bool) -> dict[str, tuple]:
     """``{setting: (policy, observation)}``: ``diffusion_pixels`` switched to each sampler,
-    ``mip`` the MIP preset, ``vla`` the discrete-diffusion preset."""
+    ``mip`` the MIP preset, ``vla[:K]`` / ``ensemble[:K]`` the discrete-diffusion presets
+    (decoding K rounds; default the preset's)."""
     arms = {}
     for setting in settings:
-        if setting == "vla":
-            policy = build("discrete_diffusion_pixels")
+        kind, _, steps = setting.partition(":")
+        if kind in VLA_ARMS:
+            policy = build(VLA_ARMS[kind])
+            policy.set_decoding(rounds=int(steps) if steps else None)
             policy.set_compile_inference(compiled)
         else:
             policy = build("diffusion_mip_pixels" if setting == "mip" else "diffusion_pixels")
-            kind, _, steps = setting.partition(":")
             policy.set_inference_scheduler(kind, int(steps) if steps else None)
             policy.set_fast_inference(True, compile=compiled)
         arms[setting] = (policy, observation(policy))
@@ -163,7 +169,8 @@ def samplers(settings: list[str], runs: int, warmup: int, threads: int, compiled
     first = float(np.median(wall[names[0]]))
     for name, (policy, _) in arms.items():
         p50 = float(np.median(wall[name]))
-        calls = getattr(policy, "num_inference_steps", None) or policy.config.decoding_rounds
+        calls = (getattr(policy, "num_inference_steps", None)
+                 or policy.decode_settings.rounds * len(getattr(policy, "members", [policy])))  # members per round
         print(f"| {name} | {calls} | {p50:.1f} / {np.percentile(wall[name], 95):.1f} | {p50 / first:.2f} |")
 
 
@@ -173,7 +180,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--compare", action="store_true", help="fast inference path off vs on, interleaved")
-    parser.add_argument("--samplers", nargs="+", help="arms: SAMPLER:STEPS of diffusion_pixels, mip, vla")
+    parser.add_argument("--samplers", nargs="+", help="arms: SAMPLER:STEPS of diffusion_pixels, mip, vla[:K], ensemble[:K]")
     parser.add_argument("--compile", action="store_true", help="with --samplers: compile every arm")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

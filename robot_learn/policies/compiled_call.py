@@ -38,7 +38,9 @@ class CompiledCall:
         if self.failed:
             return self.fn(*args)
         if self.compiled is None:
-            self.compiled = torch.compile(self.fn.forward if isinstance(self.fn, nn.Module) else self.fn)
+            # Static shapes: a batch-size-generic graph (what dynamo makes after a second shape)
+            # ran batch 1 slower than a graph for batch 1; each new shape compiles its own instead.
+            self.compiled = torch.compile(self.fn.forward if isinstance(self.fn, nn.Module) else self.fn, dynamic=False)
             try:
                 return self.compiled(*args)
             except Exception as error:  # inductor's failures have many types; a bad input fails eagerly below too
