@@ -31,6 +31,7 @@ def eval_app(cfg: DictConfig) -> int:
                                   expected_type=cfg.policy_type, device=device)
     set_execute_horizon(policy, cfg)
     set_sampler(policy, cfg)
+    set_compile(policy, cfg)
     predict = None
     if guide is not None:
         from robot_learn.training.phase_guide import load_phase_guide
@@ -72,8 +73,9 @@ def set_execute_horizon(policy, cfg: DictConfig) -> None:
 
 def set_sampler(policy, cfg: DictConfig) -> None:
     """Sample with ``sampler`` (``ddim``, ``dpmsolver``, ``ddpm``; ``mip`` for a MIP-head policy)
-    in ``sampler_steps`` network calls instead of the checkpoint's (null keeps each); CLIError
-    naming the key and the valid choices."""
+    in ``sampler_steps`` network calls instead of the checkpoint's (null keeps each); for the
+    discrete-diffusion VLA ``sampler_steps`` is its decoding rounds K. CLIError naming the key
+    and the valid choices."""
     from robot_learn.cli.hydra_app import CLIError
     from robot_learn.cli.settings import setting
     from robot_learn.policies.diffusion.configuration_diffusion import INFERENCE_SCHEDULERS
@@ -83,14 +85,37 @@ def set_sampler(policy, cfg: DictConfig) -> None:
     steps = setting(cfg, "sampler_steps", int, minimum=1, optional=True)
     if kind is None and steps is None:
         return
+    if kind is None and hasattr(policy, "set_decoding"):  # the VLA: its network calls are its decoding rounds
+        policy.set_decoding(rounds=steps)
+        return
     if not hasattr(policy, "set_inference_scheduler"):
-        raise CLIError(f"sampler / sampler_steps apply to diffusion policies; this checkpoint is a {policy.name} policy")
+        raise CLIError(f"sampler applies to diffusion policies (sampler_steps to them and to the discrete-diffusion "
+                       f"VLA); this checkpoint is a {policy.name} policy")
     if kind is None:
         kind = MIP_SAMPLER if policy.config.head == "mip" else policy.config.inference_scheduler
     try:
         policy.set_inference_scheduler(kind, steps)
     except ValueError as error:
         raise CLIError(f"sampler={kind} sampler_steps={steps}: {error}") from None
+
+
+def set_compile(policy, cfg: DictConfig) -> None:
+    """``compile``: true runs the policy's network calls through ``torch.compile``
+    (``compile_inference``: the diffusion denoiser or the VLA's decoding rounds, and the frame
+    encoder), false runs them eagerly, null keeps the checkpoint's setting."""
+    from robot_learn.cli.hydra_app import CLIError
+    from robot_learn.cli.settings import setting
+
+    enabled = setting(cfg, "compile", bool, optional=True)
+    if enabled is None:
+        return
+    if hasattr(policy, "set_fast_inference"):
+        policy.set_fast_inference(policy.config.fast_inference, compile=enabled)
+    elif hasattr(policy, "set_compile_inference"):
+        policy.set_compile_inference(enabled)
+    else:
+        raise CLIError(f"compile applies to diffusion and discrete-diffusion policies; this checkpoint is a "
+                       f"{policy.name} policy")
 
 
 def guide_settings(cfg: DictConfig) -> tuple[str, object] | None:

@@ -119,3 +119,54 @@ def test_eval_samples_with_the_sampler_and_steps_it_is_given(run_cli, tmp_path):
 def test_a_bad_sampler_is_a_one_line_error(user_error, tmp_path, args, message):
     _saved_policy(tmp_path / "ckpt")
     assert message in user_error("eval", "checkpoint=ckpt", "task=stack", *args)
+
+
+def _saved_vla(path):
+    from robot_learn.policies.discrete_diffusion import discrete_diffusion_state_config
+
+    config = discrete_diffusion_state_config(hidden_dim=16, num_layers=1, num_heads=2, num_bins=16, decoding_rounds=2,
+                                             use_language=False)
+    make_policy("discrete_diffusion", config).save(path)
+    return path
+
+
+def test_eval_decodes_the_vla_in_the_rounds_and_with_the_compile_setting_it_is_given(run_cli, tmp_path):
+    from omegaconf import OmegaConf
+
+    from robot_learn.cli.evaluate import set_compile, set_sampler
+    from robot_learn.policies import load_policy
+
+    policy = load_policy(_saved_vla(tmp_path / "ckpt"))
+    set_sampler(policy, OmegaConf.create({"sampler": None, "sampler_steps": None}))
+    set_compile(policy, OmegaConf.create({"compile": None}))
+    assert (policy.decode_settings.rounds, policy.config.compile_inference) == (2, False)  # null keeps both
+    set_sampler(policy, OmegaConf.create({"sampler": None, "sampler_steps": 5}))
+    set_compile(policy, OmegaConf.create({"compile": True}))
+    assert (policy.decode_settings.rounds, policy.config.compile_inference) == (5, True)
+    out = run_cli("eval", "checkpoint=ckpt", "task=stack", "episodes=1", "workers=1", "videos=0", "max_steps=6",
+                  "sampler_steps=3", "compile=true", "out_dir=evalout", timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "torch.compile failed" not in out.stderr
+    report = json.loads((tmp_path / "evalout" / "report.json").read_text())
+    assert (report["eval_config"]["sampler_steps"], report["eval_config"]["compile"]) == (3, True)
+
+
+def test_compile_on_a_diffusion_policy_switches_its_denoiser_and_keeps_its_fast_path(tmp_path):
+    from omegaconf import OmegaConf
+
+    from robot_learn.cli.evaluate import set_compile
+    from robot_learn.policies import load_policy
+
+    policy = load_policy(_saved_policy(tmp_path / "ckpt"))
+    set_compile(policy, OmegaConf.create({"compile": True}))
+    assert (policy.config.compile_inference, policy.config.fast_inference) == (True, True)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["compile=maybe"], "compile must be true or false or null, got 'maybe'"),
+    (["sampler=ddim"], "sampler applies to diffusion policies (sampler_steps to them and to the discrete-diffusion VLA); "
+                       "this checkpoint is a discrete_diffusion policy"),
+])
+def test_a_bad_vla_eval_setting_is_a_one_line_error(user_error, tmp_path, args, message):
+    _saved_vla(tmp_path / "ckpt")
+    assert message in user_error("eval", "checkpoint=ckpt", "task=stack", *args)
