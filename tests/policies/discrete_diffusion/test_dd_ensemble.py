@@ -110,6 +110,30 @@ def test_the_frame_encoder_is_held_once_and_encodes_once_for_all_members():
     assert len(calls) == 1
 
 
+def test_an_ensemble_fine_tunes_its_shared_encoder_end_to_end_from_every_members_loss():
+    policy = _ensemble(synthetic_windows(), stats=_pixel_stats(), frame_encoder=ENCODER)
+    names = policy.frame_encoder.encoding_parameter_names()
+    for name, parameter in policy.frame_encoder.named_parameters():
+        parameter.requires_grad_(name in names)  # what encoder fine-tuning unfreezes
+    assert policy.encoder_trainable and "images/front" in policy.training_obs_keys
+    batch = batch_of(synthetic_windows())
+    batch["obs"]["images"] = {"front": torch.randint(0, 256, (4, 1, 32, 32, 3), dtype=torch.uint8)}
+    policy.train()
+    torch.manual_seed(0)  # the same training masks in both backward passes below
+    policy.compute_loss(batch)["loss"].backward()
+    trunk = policy.frame_encoder.cameras["front"]
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in trunk.parameters() if p.requires_grad)
+    assert all(m.head[1].weight.grad.abs().sum() > 0 for m in policy.members)
+    # Member 1's loss reaches the encoder: changing only its rows' targets changes the encoder's gradient.
+    full = next(trunk.parameters()).grad.clone()
+    policy.zero_grad()
+    rows = {**batch, "action": batch["action"].clone()}
+    rows["action"][1::2] += 1.0  # only member 1 (odd rows) sees different targets
+    torch.manual_seed(0)
+    policy.compute_loss(rows)["loss"].backward()
+    assert not torch.allclose(next(trunk.parameters()).grad, full)
+
+
 def test_bad_member_counts_and_batches_too_small_to_share_are_named():
     with pytest.raises(ValueError, match="members must be >= 1, got 0"):
         DiscreteDiffusionEnsembleConfig(**tiny_config().__dict__, members=0)
