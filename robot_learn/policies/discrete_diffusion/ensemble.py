@@ -144,6 +144,18 @@ class DiscreteDiffusionEnsemble(Policy):
         return torch.stack([F.log_softmax(m._action_round(tokens, cache).float(), dim=-1)
                             for m, cache in zip(self.members, caches)]).mean(dim=0)
 
+    def trace_log_probs(self, obs: Obs, trace: torch.Tensor, temperature: float = 1.0
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        """As :meth:`DiscreteDiffusionPolicy.trace_log_probs`, under the distribution the ensemble
+        samples each round from: the softmax of the members' mean log-probabilities at
+        ``temperature``. Differentiable through every member (and a trainable frame encoder),
+        so GRPO can fine-tune an ensemble."""
+        first = self.members[0]
+        inputs, committed = first._checked_rounds(trace, temperature)
+        obs = self.with_frame_features(obs)  # once for all members
+        mean = torch.stack([F.log_softmax(m.round_logits(obs, inputs).float(), dim=-1) for m in self.members]).mean(0)
+        return first._picked(torch.log_softmax(mean / temperature, dim=-1), trace, committed), committed
+
     # --- training ---------------------------------------------------------------
     def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
         """The members' mean loss, member ``k`` of ``K`` on rows ``k, k + K, k + 2K, ...`` of

@@ -215,20 +215,35 @@ class DiscreteDiffusionPolicy(Policy):
         scored): the per-token terms a policy-gradient ratio needs (:mod:`robot_learn.loops.grpo`).
         Differentiable: all K rounds run as one batch of ``B * K``.
         """
-        if temperature <= 0:
-            raise ValueError(f"temperature must be > 0 to score sampled tokens, got {temperature}")
-        batch, rounds, length = trace.shape
-        if length != self.config.num_action_tokens:
-            raise ValueError(f"trace has {length} tokens per chunk; this policy decodes {self.config.num_action_tokens}")
-        inputs, committed = round_commits(trace, self.tokenizer.mask_id)
+        inputs, committed = self._checked_rounds(trace, temperature)
+        logits = self.round_logits(obs, inputs)
+        return self._picked(torch.log_softmax(logits.float() / temperature, dim=-1), trace, committed), committed
+
+    def round_logits(self, obs: Obs, inputs: torch.Tensor) -> torch.Tensor:
+        """Logits ``[B * K, L, num_bins]`` of every round's input tokens ``inputs [B, K, L]`` (all
+        K rounds as one batch, the full sequence: differentiable, unlike the decoding cache)."""
+        batch, rounds, length = inputs.shape
         prefix, prefix_pad = self.observation_tokens(self.with_frame_features(obs))
         prefix = prefix.repeat_interleave(rounds, dim=0)
         prefix_pad = prefix_pad.repeat_interleave(rounds, dim=0)
-        logits = self._logits_full(prefix, prefix_pad, inputs.reshape(batch * rounds, length))
-        log_probs = torch.log_softmax(logits.float() / temperature, dim=-1)
+        return self._logits_full(prefix, prefix_pad, inputs.reshape(batch * rounds, length))
+
+    def _checked_rounds(self, trace: torch.Tensor, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """``round_commits`` of a trace whose length and temperature are checked (ValueError)."""
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0 to score sampled tokens, got {temperature}")
+        if trace.ndim == 3 and trace.shape[2] != self.config.num_action_tokens:
+            raise ValueError(f"trace has {trace.shape[2]} tokens per chunk; this policy decodes "
+                             f"{self.config.num_action_tokens}")
+        return round_commits(trace, self.tokenizer.mask_id)
+
+    def _picked(self, log_probs: torch.Tensor, trace: torch.Tensor, committed: torch.Tensor) -> torch.Tensor:
+        """The log-probabilities ``[B * K, L, bins]`` of the traced tokens, ``[B, K, L]``, zero where
+        nothing was committed."""
+        batch, rounds, length = trace.shape
         chosen = trace.reshape(batch * rounds, length).clamp_max(self.config.num_bins - 1)
         picked = log_probs.gather(-1, chosen.unsqueeze(-1)).squeeze(-1).reshape(batch, rounds, length)
-        return picked * committed, committed
+        return picked * committed
 
     # --- checkpoints ------------------------------------------------------------
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False):

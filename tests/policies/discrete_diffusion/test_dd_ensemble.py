@@ -86,6 +86,32 @@ def test_an_ensemble_of_identical_members_decodes_as_that_member():
         assert (ours == theirs).float().mean() > 0.95, mode  # equal up to float ties in the sampled tokens
 
 
+def test_an_ensemble_scores_its_decoding_trace_for_grpo_through_every_member():
+    from robot_learn.loops.grpo import check_grpo_policy
+
+    windows = synthetic_windows()
+    policy = _ensemble(windows, members=3, token_temperature=1.0)
+    check_grpo_policy(policy)  # it has token log-probabilities now
+    obs = _obs(batch_of(windows))
+    policy.eval()
+    policy.predict_tokens(obs, generator=torch.Generator().manual_seed(1), keep_trace=True)
+    trace = torch.stack(policy.last_decode.trace, dim=1)  # [B, K, L]
+    log_probs, committed = policy.trace_log_probs(obs, trace, temperature=0.7)
+    assert log_probs.shape == committed.shape == trace.shape
+    assert bool((log_probs <= 0).all()) and bool((log_probs[~committed] == 0).all())
+    assert int(committed.sum()) >= trace.shape[0] * trace.shape[2]  # every token committed at least once
+    log_probs.sum().backward()
+    assert all(m.head[1].weight.grad.abs().sum() > 0 for m in policy.members)
+    # Identical members: the product of experts is that member's own distribution.
+    for member in policy.members[1:]:
+        member.load_state_dict(policy.members[0].state_dict())
+    ours, _ = policy.trace_log_probs(obs, trace, temperature=0.7)
+    theirs, _ = policy.members[0].trace_log_probs(obs, trace, temperature=0.7)
+    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        policy.trace_log_probs(obs, trace, temperature=0.0)
+
+
 ENCODER = dict(cameras=["front"], image_size=32, channels=[8, 16], num_keypoints=8, camera_dim=16,
                feature_dim=12, vocab=["move", "the", "red", "blue", "cube"], text_dim=8, label_names=["x", "y"])
 
