@@ -141,8 +141,7 @@ class DiscreteDiffusionEnsemble(Policy):
 
     def _mean_log_probs(self, tokens: torch.Tensor, caches: Sequence[PrefixCache]) -> torch.Tensor:
         """One round of every member (each against its own cached prefix), log-probabilities averaged."""
-        return torch.stack([F.log_softmax(m._action_round(tokens, cache).float(), dim=-1)
-                            for m, cache in zip(self.members, caches)]).mean(dim=0)
+        return _mean_log_probs(m._action_round(tokens, cache) for m, cache in zip(self.members, caches))
 
     def trace_log_probs(self, obs: Obs, trace: torch.Tensor, temperature: float = 1.0
                         ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -153,7 +152,7 @@ class DiscreteDiffusionEnsemble(Policy):
         first = self.members[0]
         inputs, committed = first._checked_rounds(trace, temperature)
         obs = self.with_frame_features(obs)  # once for all members
-        mean = torch.stack([F.log_softmax(m.round_logits(obs, inputs).float(), dim=-1) for m in self.members]).mean(0)
+        mean = _mean_log_probs(m.round_logits(obs, inputs) for m in self.members)
         return first._picked(torch.log_softmax(mean / temperature, dim=-1), trace, committed), committed
 
     # --- training ---------------------------------------------------------------
@@ -180,20 +179,26 @@ class DiscreteDiffusionEnsemble(Policy):
         obs = self.with_frame_features(obs)
         if self.config.compile_inference and all(m.prefix_cached for m in self.members):
             caches = [m.prefix_cache(obs) for m in self.members]
-            batches = [cache[1].shape[0] for cache in caches]
+            batch = caches[0][1].shape[0]
 
             def log_probs(tokens: torch.Tensor) -> torch.Tensor:  # all members in one compiled graph
                 return self.compiled_round(tokens, caches)
         else:
             fns, batches = zip(*(m.logits_fn(obs) for m in self.members))
+            batch = batches[0]
 
             def log_probs(tokens: torch.Tensor) -> torch.Tensor:
-                return torch.stack([F.log_softmax(fn(tokens).float(), dim=-1) for fn in fns]).mean(dim=0)
+                return _mean_log_probs(fn(tokens) for fn in fns)
 
-        self.last_decode = decode_tokens(log_probs, batches[0], self.config.num_action_tokens, self.config.num_bins,
+        self.last_decode = decode_tokens(log_probs, batch, self.config.num_action_tokens, self.config.num_bins,
                                          self.decode_settings, generator=generator, device=self.device,
                                          keep_trace=keep_trace)
         return self.last_decode.tokens
+
+
+def _mean_log_probs(logits: Iterable[torch.Tensor]) -> torch.Tensor:
+    """The members' token log-probabilities averaged (the product of experts, unnormalised)."""
+    return torch.stack([F.log_softmax(x.float(), dim=-1) for x in logits]).mean(dim=0)
 
 
 def _rows(batch: Any, start: int, step: int) -> Any:
