@@ -17,7 +17,7 @@ from robot_learn.world_models import VideoWorldModel, WorldModelConfig
 PIXELS = ["task=bin_place", "policy=diffusion_pixels", "policy.image_size=64", "policy.frame_encoder.cameras=[front]",
           "+policy.frame_encoder.image_size=64", "policy.frame_pretraining.resets=24",
           "policy.frame_pretraining.expert_episodes=1", "policy.frame_pretraining.steps=3",
-          "+policy.frame_pretraining.batch_size=8", "+policy.down_dims=[16,32]", "+policy.action_horizon=8",
+          "policy.frame_pretraining.batch_size=8", "+policy.down_dims=[16,32]", "+policy.action_horizon=8",
           "+policy.execute_horizon=4", "policy.num_inference_steps=2", "train=fast", "base_train_steps=4",
           "loop.episodes=2", "loop.train_steps=4", "loop.eval_episodes=2", "task.demos=2", "task.max_steps=12"]
 

@@ -16,7 +16,7 @@ from robot_learn.data import EpisodeStore
 
 TINY = ["task=bin_place", "policy=diffusion_pixels", "data.episodes=2", "data.path=data/px.zarr",
         "policy.frame_pretraining.resets=16", "policy.frame_pretraining.expert_episodes=1",
-        "policy.frame_pretraining.steps=3", "+policy.frame_pretraining.batch_size=8",
+        "policy.frame_pretraining.steps=3", "policy.frame_pretraining.batch_size=8",
         "policy.frame_pretraining.finetune_steps=2",
         "+policy.down_dims=[16,32]", "+policy.action_horizon=8", "+policy.execute_horizon=4",
         "policy.num_inference_steps=2", "train=fast", "train.batch_size=4", "eval.episodes=2",
