@@ -56,14 +56,18 @@ def true_poses(view: Any, data_path: str) -> np.ndarray:
 
 
 def encoder_settings_key(policy_config: Any, tasks: list[str]) -> str:
-    """Hash of what makes an encoder: its settings, its pretraining, its tasks and the
-    version of the rendered scenes."""
+    """Hash of what makes an encoder: its settings and its pretraining, each with every
+    default filled in (so a default changed in the code makes another encoder, never a stale
+    one reused), its tasks and the version of the rendered scenes."""
     from robot_learn.envs.scene_frames import SCENE_FRAMES_VERSION
+    from robot_learn.policies.frame_encoder import FrameEncoderConfig, FramePretrainConfig
 
     # The output setting only says what policies read, so every output shares one pretraining.
-    settings = {k: v for k, v in policy_config.frame_encoder.items() if k != "output"}
+    settings = dataclasses.asdict(FrameEncoderConfig(**policy_config.frame_encoder))
+    settings.pop("output")
     # Fine-tuning happens inside the policy, after pretraining: it does not make another encoder.
-    pretraining = {k: v for k, v in policy_config.frame_pretraining.items() if not k.startswith("finetune_")}
+    pretraining = {k: v for k, v in dataclasses.asdict(FramePretrainConfig(**policy_config.frame_pretraining)).items()
+                   if not k.startswith("finetune_")}
     document = {"frame_encoder": settings, "frame_pretraining": pretraining,
                 "tasks": tasks, "scene_frames": SCENE_FRAMES_VERSION}
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:10]
