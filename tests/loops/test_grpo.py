@@ -121,3 +121,8 @@ def test_grpo_refuses_a_policy_without_token_probabilities_and_bad_settings():
     with pytest.raises(ValueError, match="temperature must be > 0"):
         tiny_policy().trace_log_probs({"state": torch.zeros(1, 1, 3), "instruction": ["x"]},
                                       torch.zeros(1, 1, 8, dtype=torch.long), temperature=0)
+    obs = {"state": torch.zeros(1, 1, 3), "instruction": ["x"]}
+    tokens = tiny_policy().config.num_action_tokens
+    for shape in ((1, 1, tokens + 1), (1, tokens)):  # another chunk length; no rounds axis
+        with pytest.raises(ValueError, match=rf"trace must be \[batch, rounds, {tokens}\].*got \("):
+            tiny_policy().trace_log_probs(obs, torch.zeros(shape, dtype=torch.long), temperature=1.0)

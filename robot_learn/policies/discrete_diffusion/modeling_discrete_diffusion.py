@@ -232,9 +232,10 @@ class DiscreteDiffusionPolicy(Policy):
         """``round_commits`` of a trace whose length and temperature are checked (ValueError)."""
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0 to score sampled tokens, got {temperature}")
-        if trace.ndim == 3 and trace.shape[2] != self.config.num_action_tokens:
-            raise ValueError(f"trace has {trace.shape[2]} tokens per chunk; this policy decodes "
-                             f"{self.config.num_action_tokens}")
+        tokens = self.config.num_action_tokens
+        if trace.ndim != 3 or trace.shape[2] != tokens:
+            raise ValueError(f"trace must be [batch, rounds, {tokens}] (this policy decodes {tokens} tokens per "
+                             f"chunk), got {tuple(trace.shape)}")
         return round_commits(trace, self.tokenizer.mask_id)
 
     def _picked(self, log_probs: torch.Tensor, trace: torch.Tensor, committed: torch.Tensor) -> torch.Tensor:
