@@ -111,12 +111,17 @@ class FramePretrainConfig:
     # (robot_learn.training.encoder_finetune). 0 keeps the encoder frozen.
     finetune_steps: int = 0
     finetune_lr: float = 1e-4
+    # Windows per fine-tuning step and rank (0: the training batch, train.batch_size). Each step encodes
+    # every camera of every observation step of every window, so the batch sets its cost.
+    finetune_batch_size: int = 0
 
     def __post_init__(self) -> None:
         self.tasks = [str(t) for t in self.tasks]
-        if self.finetune_steps < 0 or not self.finetune_lr > 0:
-            raise ValueError(f"frame_pretraining.finetune_steps must be >= 0 (0: frozen encoder) and finetune_lr "
-                             f"> 0, got finetune_steps={self.finetune_steps}, finetune_lr={self.finetune_lr}")
+        if self.finetune_steps < 0 or not self.finetune_lr > 0 or self.finetune_batch_size < 0:
+            raise ValueError(f"frame_pretraining.finetune_steps must be >= 0 (0: frozen encoder), finetune_lr > 0 "
+                             f"and finetune_batch_size >= 0 (0: train.batch_size), got finetune_steps="
+                             f"{self.finetune_steps}, finetune_lr={self.finetune_lr}, "
+                             f"finetune_batch_size={self.finetune_batch_size}")
         if self.steps < MIN_PRETRAIN_STEPS or self.batch_size < 1:
             raise ValueError(f"frame_pretraining.steps must be >= {MIN_PRETRAIN_STEPS} (the learning-rate warm-up "
                              f"needs 2 steps) and batch_size >= 1, got steps={self.steps}, "

@@ -35,8 +35,8 @@ def finetune_frame_encoder(trainer: Trainer, demos: Any, derived: dict, train_cf
                            sampler_seed: int) -> tuple[Trainer, dict[str, Any]]:
     """A trainer, and what its ``fit`` returned, for the fine-tuning phase after ``trainer`` (whose
     ``ema_policy`` it starts from): the parameters ``trainer`` trained plus those the encoder's
-    ``encode`` reads take gradients, batches carry the encoder's cameras, and the learning rate is
-    ``finetune_lr`` for all of them."""
+    ``encode`` reads take gradients, batches carry the encoder's cameras, the learning rate is
+    ``finetune_lr`` for all of them and the batch ``finetune_batch_size`` (0: ``train_cfg``'s)."""
     settings = FramePretrainConfig(**trainer.ema_policy.config.frame_pretraining)
     trained = {name for name, p in trainer.policy.named_parameters() if p.requires_grad}
     policy = copy.deepcopy(trainer.ema_policy)
@@ -46,6 +46,7 @@ def finetune_frame_encoder(trainer: Trainer, demos: Any, derived: dict, train_cf
         parameter.requires_grad_(name in trained)
     cfg = dataclasses.replace(
         train_cfg, steps=settings.finetune_steps, lr=settings.finetune_lr, eval_every=0,
+        batch_size=settings.finetune_batch_size or train_cfg.batch_size,
         warmup_steps=min(train_cfg.warmup_steps, max(1, settings.finetune_steps // 10)),
         ckpt_every=min(train_cfg.ckpt_every, settings.finetune_steps),
         out_dir=str(Path(train_cfg.out_dir) / FINETUNE_DIRNAME))

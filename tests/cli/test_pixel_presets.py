@@ -113,15 +113,20 @@ def test_poses_output_on_a_store_without_env_state_is_one_line_error(pixel_run, 
 
 def test_encoder_finetuning_reuses_the_encoder_and_changes_it_inside_the_policy(pixel_run):
     """finetune_steps > 0: the same pretrained encoder (fine-tuning is not part of its
-    key), then a second phase on raw frames in run_dir/encoder_finetune whose policy's
-    encoder has moved away from the pretrained weights, while the first phase's has not."""
+    key), then a second phase on raw frames in run_dir/encoder_finetune, at its own batch
+    (finetune_batch_size), whose policy's encoder has moved away from the pretrained
+    weights, while the first phase's has not."""
     import torch
     from safetensors.torch import load_file
 
     tmp, out, run = pixel_run
     assert out.returncode == 0, out.stderr[-3000:]
-    tuned = run("run_dir=run7", "policy.frame_pretraining.finetune_steps=3", "policy.frame_pretraining.finetune_lr=1e-2")
+    tuned = run("run_dir=run7", "policy.frame_pretraining.finetune_steps=3", "policy.frame_pretraining.finetune_lr=1e-2",
+                "policy.frame_pretraining.finetune_batch_size=3")
     assert tuned.returncode == 0, tuned.stderr[-3000:]
+    import yaml
+    phases = [yaml.safe_load((tmp / "run7" / d / "train_config.yaml").read_text()) for d in (".", "encoder_finetune")]
+    assert [p["batch_size"] for p in phases] == [train_batch(tmp / "run7"), 3]
     assert "using the frame encoder in" in tuned.stdout and "fine-tuning the frame encoder" in tuned.stdout
     report = json.loads((tmp / "run7" / "report.json").read_text())
     assert report["policy"]["dir"].endswith("encoder_finetune/policy") and report["train"]["finetune_time"] > 0
@@ -136,11 +141,18 @@ def test_encoder_finetuning_reuses_the_encoder_and_changes_it_inside_the_policy(
     assert set(finetuned.obs_shapes) == {"state", "images/front", "images/wrist"}
 
 
-def test_negative_finetune_steps_is_one_line_error(run_cli, tmp_path):
-    out = run_cli("train", *TINY, "policy.frame_pretraining.finetune_steps=-1", f"run_dir={tmp_path / 'run'}")
+def train_batch(run_dir) -> int:
+    return json.loads((run_dir / "report.json").read_text())["config"]["train"]["batch_size"]
+
+
+@pytest.mark.parametrize("setting", ["finetune_steps=-1", "finetune_batch_size=-1"])
+def test_negative_finetune_setting_is_one_line_error(run_cli, tmp_path, setting):
+    out = run_cli("train", *TINY, f"policy.frame_pretraining.{setting}", f"run_dir={tmp_path / 'run'}")
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "frame_pretraining.finetune_steps" in lines[0] and "Traceback" not in out.stderr
+    name = setting.split("=")[0]
+    assert len(lines) == 1 and f"{name}={setting.split('=')[1]}" in lines[0] and "Traceback" not in out.stderr
+    assert not (tmp_path / "run").exists() or not any((tmp_path / "run").rglob("*.safetensors"))
 
 
 def test_the_vla_ensemble_preset_trains_evaluates_and_deploys_from_cameras(pixel_run, run_cli_in):

@@ -17,7 +17,7 @@ from robot_learn.data import EpisodeStore
 TINY = ["task=bin_place", "policy=diffusion_pixels", "data.episodes=2", "data.path=data/px.zarr",
         "policy.frame_pretraining.resets=16", "policy.frame_pretraining.expert_episodes=1",
         "policy.frame_pretraining.steps=3", "policy.frame_pretraining.batch_size=8",
-        "policy.frame_pretraining.finetune_steps=2",
+        "policy.frame_pretraining.finetune_steps=2", "policy.frame_pretraining.finetune_batch_size=4",
         "+policy.down_dims=[16,32]", "+policy.action_horizon=8", "+policy.execute_horizon=4",
         "policy.num_inference_steps=2", "train=fast", "train.batch_size=4", "eval.episodes=2",
         "eval.workers=1", "eval.max_steps=4", "eval.videos=0", "run_dir=run"]
