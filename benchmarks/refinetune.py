@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from robot_learn.cli.inspect_store import open_store
+from robot_learn.data import EpisodeStore
 from robot_learn.policies import load_policy
 from robot_learn.training.config import TrainConfig
 from robot_learn.training.encoder_finetune import finetune_frame_encoder
@@ -52,7 +52,7 @@ def main() -> None:
     if args.lr is not None:
         settings["finetune_lr"] = args.lr
     policy.config = dataclasses.replace(policy.config, frame_pretraining=settings)
-    demos = open_store(config["data"]["path"]).view(task=config["task"]["name"], success=True)
+    demos = EpisodeStore.open(config["data"]["path"], mode="r").view(task=config["task"]["name"], success=True)
     derived = {"features": cached_features(demos, policy.frame_encoder)}
     train = {k: v for k, v in config["train"].items() if k != "_target_"}
     train_cfg = TrainConfig(**{**train, "out_dir": str(args.out)})
