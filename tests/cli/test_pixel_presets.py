@@ -117,6 +117,7 @@ def test_encoder_finetuning_reuses_the_encoder_and_changes_it_inside_the_policy(
     (finetune_batch_size), whose policy's encoder has moved away from the pretrained
     weights, while the first phase's has not."""
     import torch
+    import yaml
     from safetensors.torch import load_file
 
     tmp, out, run = pixel_run
@@ -124,7 +125,6 @@ def test_encoder_finetuning_reuses_the_encoder_and_changes_it_inside_the_policy(
     tuned = run("run_dir=run7", "policy.frame_pretraining.finetune_steps=3", "policy.frame_pretraining.finetune_lr=1e-2",
                 "policy.frame_pretraining.finetune_batch_size=3")
     assert tuned.returncode == 0, tuned.stderr[-3000:]
-    import yaml
     phases = [yaml.safe_load((tmp / "run7" / d / "train_config.yaml").read_text()) for d in (".", "encoder_finetune")]
     assert [p["batch_size"] for p in phases] == [train_batch(tmp / "run7"), 3]
     assert "using the frame encoder in" in tuned.stdout and "fine-tuning the frame encoder" in tuned.stdout
