@@ -45,9 +45,8 @@ def main() -> None:
     policy = load_policy(args.run / "policy")
     if policy.frame_encoder is None:
         sys.exit(f"{args.run / 'policy'} has no frame encoder: only pixel presets have a fine-tuning phase")
-    # As the cached phase left it: the policy trains, the encoder is frozen.
-    policy.requires_grad_(True)
-    policy.frame_encoder.requires_grad_(False)
+    # A loaded policy is built as the cached phase built it: what that phase trained takes
+    # gradients (the frozen frame encoder, and any frozen text model, do not).
     settings = {**policy.config.frame_pretraining, "finetune_steps": args.steps, "finetune_batch_size": args.batch}
     if args.lr is not None:
         settings["finetune_lr"] = args.lr

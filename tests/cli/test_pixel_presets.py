@@ -150,8 +150,7 @@ def test_negative_finetune_setting_is_one_line_error(run_cli, tmp_path, setting)
     out = run_cli("train", *TINY, f"policy.frame_pretraining.{setting}", f"run_dir={tmp_path / 'run'}")
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
-    name = setting.split("=")[0]
-    assert len(lines) == 1 and f"{name}={setting.split('=')[1]}" in lines[0] and "Traceback" not in out.stderr
+    assert len(lines) == 1 and setting in lines[0] and "Traceback" not in out.stderr
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").rglob("*.safetensors"))
 
 
