@@ -6,8 +6,12 @@
    the same scene, at 96x96 and 128x128.
 3. Scripted-expert demo collection in frames/s, without cameras and with two
    96x96 cameras.
+4. With ``--scene-frames N``: the frame encoder's pretraining scenes (``N`` resets in the
+   ``diffusion_pixels`` mix, two 96 px cameras) rendered by one thread against ``--workers``
+   threads, alternating, with a check that the frames are the same.
 
 Run: MUJOCO_GL=egl .venv/bin/python benchmarks/bench_env.py [--repeats 5] [--task stack]
+     MUJOCO_GL=egl .venv/bin/python benchmarks/bench_env.py --task bin_place --scene-frames 2000 --repeats 3
 """
 
 from __future__ import annotations
@@ -130,15 +134,42 @@ def bench_collect(task: str, repeats: int, episodes: int) -> None:
         env.close()
 
 
+def bench_scene_frames(task: str, repeats: int, resets: int, workers: int) -> None:
+    import numpy as np
+
+    from robot_learn.envs.scene_frames import render_scene_frames
+
+    mix = dict(cameras=("front", "wrist"), image_size=96, held=0.25, placed=0.1)  # the diffusion_pixels preset
+    times: dict[int, list[float]] = {1: [], workers: []}
+    frames: dict[int, object] = {}
+    for _ in range(repeats):
+        for k in times:
+            t0 = time.perf_counter()
+            frames[k] = render_scene_frames([task], resets, workers=k, **mix)
+            times[k].append(time.perf_counter() - t0)
+    same = all(np.array_equal(frames[1].images[c], frames[workers].images[c]) for c in mix["cameras"])
+    ratios = sorted(a / b for a, b in zip(times[1], times[workers]))
+    print(f"[scene frames] {resets} resets x 2 cameras, {repeats} repeats: 1 thread "
+          f"{statistics.median(times[1]):.2f} s, {workers} threads {statistics.median(times[workers]):.2f} s, "
+          f"speed-up median {statistics.median(ratios):.2f}x (range {ratios[0]:.2f}-{ratios[-1]:.2f}); "
+          f"frames identical: {same}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="stack")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--frames", type=int, default=50)
     parser.add_argument("--episodes", type=int, default=3)
+    parser.add_argument("--scene-frames", type=int, default=0,
+                        help="only time rendering this many pretraining scenes, 1 thread against --workers")
+    parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     print(f"config: task={args.task} repeats={args.repeats} mujoco={mujoco.__version__} "
           f"MUJOCO_GL={os.environ.get('MUJOCO_GL')} python={platform.python_version()} cpus={os.cpu_count()}")
+    if args.scene_frames:
+        bench_scene_frames(args.task, args.repeats, args.scene_frames, args.workers)
+        return
     bench_step(args.task, args.repeats)
     bench_render(args.task, args.repeats, args.frames)
     bench_collect(args.task, args.repeats, args.episodes)

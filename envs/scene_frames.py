@@ -20,8 +20,10 @@ Each frame carries the observation a policy gets (cameras, ``state``,
 
 from __future__ import annotations
 
+import concurrent.futures
+import os
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import mujoco
 import numpy as np
@@ -35,6 +37,10 @@ from .task_base import quat_of_yaw
 # Bumped whenever the frames this module renders change, so encoders pretrained on the
 # old frames are not reused for the new ones.
 SCENE_FRAMES_VERSION = 4  # 4: the labels gained goal_x, goal_y, goal_z
+# What a recorded scene keeps for rendering (positions, velocities, mocap bodies...), and
+# how many scenes go to a rendering worker at a time.
+RENDER_STATE = mujoco.mjtState.mjSTATE_INTEGRATION
+RENDER_CHUNK = 256
 # Random grasp-centre box for reset frames (metres), inside the arm's reach, and the
 # spread of the near-object poses around the object to move.
 ARM_LOW = np.array([0.04, -0.26, 0.02])
@@ -65,7 +71,8 @@ class SceneFrames:
 def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int = 0, *,
                         cameras: Sequence[str] = ("front", "wrist"), image_size: int = 96,
                         seed: int = 0, noise: float = 1.0, every: int = 3, near_object: float = 0.0,
-                        held: float = 0.0, placed: float = 0.0, progress_bar: bool = False) -> SceneFrames:
+                        held: float = 0.0, placed: float = 0.0, progress_bar: bool = False,
+                        workers: int | None = None) -> SceneFrames:
     """Render ``resets`` reset frames (``near_object``, ``held`` and ``placed`` fractions
     of them with the arm around the object to move, holding it, or with the object
     where the task puts it) and the frames of ``expert_episodes`` expert episodes per
@@ -74,6 +81,13 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
     Seeds start at ``seed`` and never meet the demo seeds (0, 1, ...) or the evaluation
     seeds (from 1,000,000) when ``seed`` is left at its default of 0: resets use
     ``2_000_000 + seed + i`` and expert episodes ``3_000_000 + seed + i``.
+
+    The calling thread poses the scenes and records each one's simulator state; ``workers``
+    threads (default: one per CPU, at most 4), each with its own renderer, render those
+    states in chunks, so the frames are the same whatever the number of workers. Rendering
+    is most of the time and releases the GIL; one renderer keeps about one core busy.
+    (Threads, not processes: a forked worker hangs once its parent holds an EGL context,
+    and a spawned one re-imports the caller's main module.)
     """
     cameras = check_cameras(tuple(cameras))
     if not cameras:
@@ -85,54 +99,105 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
     if min(fractions.values()) < 0 or sum(fractions.values()) > 1:
         raise ValueError(f"near_object, held and placed are fractions of the resets: each >= 0 and together "
                          f"<= 1, got {fractions}")
+    workers = min(4, len(os.sched_getaffinity(0))) if workers is None else int(workers)
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
     tasks = [task_spec(t).name for t in tasks]  # ValueError lists the valid tasks
     envs = {t: make_env(t, cameras=(), max_steps=None) for t in tasks}
-    renderers = {t: CameraRenderer(env.model, image_size, image_size) for t, env in envs.items()}
     rows: dict[str, list] = {"state": [], "labels": [], "instruction": [], "task": []}
-    images: dict[str, list] = {c: [] for c in cameras}
+    pending: list[tuple[str, np.ndarray, np.ndarray]] = []  # (task, simulator state, geom colours)
+    chunks: list[Any] = []  # rendered images per chunk of pending scenes, in order
 
     def record(t: str) -> None:
         env = envs[t]
         obs = env._obs()
-        for camera, frame in renderers[t].render(env.data, cameras).items():
-            images[camera].append(frame)
+        state = np.empty(mujoco.mj_stateSize(env.model, RENDER_STATE))
+        mujoco.mj_getState(env.model, env.data, state, RENDER_STATE)
+        pending.append((t, state, env.model.geom_rgba.copy()))
         rows["state"].append(obs["state"])
         rows["labels"].append(env.scene_labels())
         rows["instruction"].append(obs["instruction"])
         rows["task"].append(t)
+        if len(pending) == RENDER_CHUNK:
+            flush()
+
+    def flush(last: bool = False) -> None:
+        """Render the pending scenes: in the pool (started with the first full chunk, so a few
+        scenes never pay for starting processes), or here."""
+        nonlocal pool
+        if not pending:
+            return
+        if pool is None and workers > 1 and not last:
+            pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="render")
+        scenes = list(pending)
+        pending.clear()
+        chunks.append(pool.submit(render_scenes, scenes, cameras, image_size) if pool is not None
+                      else render_scenes(scenes, cameras, image_size))
 
     from tqdm import tqdm
 
     total = resets + expert_episodes * len(tasks)
-    with tqdm(total=total, desc="render scenes", unit="scene", disable=not progress_bar) as bar:
-        rng = np.random.default_rng(seed)
-        for i in range(resets):
-            t = tasks[i % len(tasks)]
-            env = envs[t]
-            env.reset(seed=2_000_000 + seed + i)
-            _pose_scene(env, rng, near_object, held, placed)
-            record(t)
-            bar.update()
-        for i in range(expert_episodes * len(tasks)):
-            t = tasks[i % len(tasks)]
-            env, episode_seed = envs[t], 3_000_000 + seed + i
-            env.reset(seed=episode_seed)
-            expert = make_expert(t, noise=noise, seed=episode_seed)
-            expert.reset(env)
-            for step in range(env.max_steps):
-                if step % every == 0:
-                    record(t)
-                _obs, _r, terminated, truncated, _info = env.step(expert.act(None, env))
-                if terminated or truncated:
-                    break
-            bar.update()
-    for t in tasks:
-        renderers[t].close()
-        envs[t].close()
-    return SceneFrames(images={c: np.stack(v) for c, v in images.items()},
+    pool: concurrent.futures.ThreadPoolExecutor | None = None
+    try:
+        with tqdm(total=total, desc="render scenes", unit="scene", disable=not progress_bar) as bar:
+            rng = np.random.default_rng(seed)
+            for i in range(resets):
+                t = tasks[i % len(tasks)]
+                env = envs[t]
+                env.reset(seed=2_000_000 + seed + i)
+                _pose_scene(env, rng, near_object, held, placed)
+                record(t)
+                bar.update()
+            for i in range(expert_episodes * len(tasks)):
+                t = tasks[i % len(tasks)]
+                env, episode_seed = envs[t], 3_000_000 + seed + i
+                env.reset(seed=episode_seed)
+                expert = make_expert(t, noise=noise, seed=episode_seed)
+                expert.reset(env)
+                for step in range(env.max_steps):
+                    if step % every == 0:
+                        record(t)
+                    _obs, _r, terminated, truncated, _info = env.step(expert.act(None, env))
+                    if terminated or truncated:
+                        break
+                bar.update()
+            flush(last=True)
+            rendered = [c.result() if isinstance(c, concurrent.futures.Future) else c for c in chunks]
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+        for env in envs.values():
+            env.close()
+    return SceneFrames(images={c: np.concatenate([r[c] for r in rendered]) for c in cameras},
                        state=np.stack(rows["state"]).astype(np.float32),
                        labels=np.stack(rows["labels"]).astype(np.float32),
                        instruction=rows["instruction"], task=rows["task"])
+
+
+def render_scenes(scenes: list[tuple[str, np.ndarray, np.ndarray]], cameras: tuple[str, ...],
+           image_size: int) -> dict[str, np.ndarray]:
+    """Images of recorded scenes (task, ``RENDER_STATE`` vector, ``geom_rgba``), one uint8
+    ``[N, H, W, 3]`` array per camera: each scene's state and colours are set on the task's
+    model and data, kinematics recomputed, and the cameras rendered."""
+    envs: dict[str, Any] = {}
+    renderers: dict[str, CameraRenderer] = {}
+    images: dict[str, list] = {c: [] for c in cameras}
+    try:
+        for t, state, rgba in scenes:
+            if t not in envs:
+                envs[t] = make_env(t, cameras=(), max_steps=None)
+                renderers[t] = CameraRenderer(envs[t].model, image_size, image_size)
+            env = envs[t]
+            env.model.geom_rgba[:] = rgba
+            mujoco.mj_setState(env.model, env.data, state, RENDER_STATE)
+            mujoco.mj_forward(env.model, env.data)
+            for camera, frame in renderers[t].render(env.data, cameras).items():
+                images[camera].append(frame)
+    finally:
+        for t, env in envs.items():
+            renderers[t].close()
+            env.close()
+    return {c: np.stack(v) if v else np.zeros((0, image_size, image_size, 3), np.uint8) for c, v in images.items()}
 
 
 def _pose_scene(env, rng: np.random.Generator, near_object: float, held: float, placed: float) -> None:

@@ -65,3 +65,35 @@ def test_object_pose_labels_of_env_state_equal_the_scene_labels_objects_part():
         np.testing.assert_allclose(object_pose_labels(obs["env_state"][None])[0],
                                    env.unwrapped.scene_labels()[:POSE_LABEL_DIM], atol=1e-5)
         obs, *_ = env.step(expert.act(None, env.unwrapped))
+
+
+def test_frames_rendered_in_worker_threads_equal_those_rendered_in_place(monkeypatch):
+    """Scenes are posed here and rendered from their recorded states, in chunks, by worker
+    threads: the frames, labels and their order are those of one thread, and a replayed
+    frame is the frame of the live scene (colours and poses included)."""
+    import robot_learn.envs.scene_frames as scene_frames
+    from robot_learn.envs.registry import make_env
+    from robot_learn.envs.rendering import CameraRenderer
+
+    monkeypatch.setattr(scene_frames, "RENDER_CHUNK", 8)  # 20 resets + expert steps: several chunks
+    kwargs = dict(resets=20, expert_episodes=1, cameras=("front", "wrist"), image_size=32, held=0.3, every=8)
+    one = render_scene_frames(["bin_place", "stack"], workers=1, **kwargs)
+    two = render_scene_frames(["bin_place", "stack"], workers=2, **kwargs)
+    assert len(one) > 3 * 8
+    for camera in ("front", "wrist"):
+        assert np.array_equal(one.images[camera], two.images[camera]), camera
+    assert np.array_equal(one.labels, two.labels) and one.task == two.task and one.instruction == two.instruction
+
+    env = make_env("bin_place", cameras=(), max_steps=None)
+    env.reset(seed=2_000_000)
+    scene_frames._pose_scene(env, np.random.default_rng(0), 0.0, 0.3, 0.0)
+    renderer = CameraRenderer(env.model, 32, 32)
+    live = renderer.render(env.data, ("front", "wrist"))
+    renderer.close()
+    env.close()
+    assert np.array_equal(live["front"], one.images["front"][0]) and np.array_equal(live["wrist"], one.images["wrist"][0])
+
+
+def test_zero_workers_is_refused_naming_the_setting():
+    with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
+        render_scene_frames(["bin_place"], 2, cameras=("front",), image_size=24, workers=0)
