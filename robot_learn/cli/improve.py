@@ -20,14 +20,16 @@ from omegaconf import DictConfig
 
 from robot_learn.cli.errors import CLIError
 from robot_learn.cli.hydra_app import demo_store_path, run_hydra_app
-from robot_learn.cli.settings import env_conditions
+from robot_learn.cli.settings import env_conditions, sampler_memory
 from robot_learn.cli.train import check_store_fits_policy, ensure_demos, instantiate_node, policy_name_for_config
 from robot_learn.training.frame_features import prepare_frame_features
 
 
-def train_base_policy(cfg: DictConfig, demos: Any, run_dir: Path, train_cfg: Any, demo_path: Any) -> Path:
+def train_base_policy(cfg: DictConfig, demos: Any, run_dir: Path, train_cfg: Any, demo_path: Any,
+                      memory: dict[str, Any]) -> Path:
     """Train the base policy on the demos (``base_train_steps``) unless ``base_policy`` is set;
-    ``demo_path``: the expert's store they come from (named when they do not fit the policy)."""
+    ``demo_path``: the expert's store they come from (named when they do not fit the policy);
+    ``memory``: the sampler's memory settings (:func:`sampler_memory`)."""
     from robot_learn.data import WindowSampler
     from robot_learn.training import Trainer, build_policy_for_view
 
@@ -45,7 +47,7 @@ def train_base_policy(cfg: DictConfig, demos: Any, run_dir: Path, train_cfg: Any
         policy.frame_encoder.load_state_dict(encoder.state_dict())
     sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=train_cfg.batch_size,
-                            seed=int(cfg.data.sampler_seed), derived=derived)
+                            seed=int(cfg.data.sampler_seed), derived=derived, **memory)
     base_cfg = dataclasses.replace(train_cfg, out_dir=str(run_dir / "base"), steps=int(cfg.base_train_steps))
     print(f"training the base policy for {base_cfg.steps} steps on {demos.num_episodes} demos")
     return Path(Trainer(policy, sampler, base_cfg).fit()["final_policy_dir"])
@@ -91,6 +93,7 @@ def improve_app(cfg: DictConfig) -> int:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     loop_cfg = instantiate_node(cfg.loop, "loop")
     train_cfg = instantiate_node(cfg.train, "train", out_dir=str(run_dir))
+    memory = sampler_memory(cfg)  # data.cache_gb, data.windows_per_frame: checked before any work
     if train_cfg.num_threads:
         torch.set_num_threads(train_cfg.num_threads)
     sources = ", ".join(f"{k} {v:g}" for k, v in loop_cfg.sources.items())
@@ -98,7 +101,7 @@ def improve_app(cfg: DictConfig) -> int:
           f"from {sources}" + ("" if conditions.is_default else f", under {conditions.describe()}"))
 
     demos, expert_demos = base_demos(cfg, task, method_class(loop_cfg.method), loop_cfg, run_dir)
-    base_dir = train_base_policy(cfg, demos, run_dir, train_cfg, expert_demos.store.path)
+    base_dir = train_base_policy(cfg, demos, run_dir, train_cfg, expert_demos.store.path, memory)
     base_numbers = None
     base_report = run_dir / "round_00" / "report.json"
     if cfg.base_eval:
@@ -130,7 +133,8 @@ def improve_app(cfg: DictConfig) -> int:
 
     ctx = LoopContext(run_dir=run_dir, task=task, demos=demos, make_robot=make_robot, make_operator=make_operator,
                       train_config=train_cfg, rate_hz=float(cfg.rate_hz), max_steps=int(cfg.task.max_steps),
-                      base_policy_dir=base_dir, expert_demos=expert_demos, conditions=conditions)
+                      base_policy_dir=base_dir, expert_demos=expert_demos, conditions=conditions,
+                      sampler_memory=memory)
     method = make_method(ctx, loop_cfg)
 
     def one_round(r: int, policy_dir: Path):

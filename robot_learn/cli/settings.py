@@ -110,3 +110,10 @@ def eval_settings(cfg: DictConfig, prefix: str = "") -> EvalSettings:
         vectorization=setting(cfg, f"{prefix}vectorization", str, choices=VECTORIZATIONS),
         conditions=env_conditions(cfg, prefix),
     )
+
+
+def sampler_memory(cfg: DictConfig) -> dict[str, Any]:
+    """``WindowSampler``'s memory settings from ``data.cache_gb`` and ``data.windows_per_frame``
+    (``max_cache_bytes``, ``windows_per_frame``), checked; CLIError naming the key otherwise."""
+    return {"max_cache_bytes": int(setting(cfg, "data.cache_gb", float, minimum=0) * 2**30),
+            "windows_per_frame": setting(cfg, "data.windows_per_frame", float, minimum=0.01)}

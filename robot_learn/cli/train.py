@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from robot_learn.cli.errors import CLIError
 from robot_learn.cli.hydra_app import run_hydra_app
-from robot_learn.cli.settings import device_setting, eval_settings, setting
+from robot_learn.cli.settings import device_setting, eval_settings, sampler_memory, setting
 from robot_learn.training.frame_features import prepare_frame_features
 
 
@@ -169,8 +169,7 @@ def train_app(cfg: DictConfig) -> int:
     final_eval = eval_settings(cfg, "eval.")
     periodic_episodes = setting(cfg, "eval.periodic_episodes", int, minimum=1) if train_cfg.eval_every else 0
     resume_from = check_resume(train_cfg)
-    cache_bytes = int(setting(cfg, "data.cache_gb", float, minimum=0) * 2**30)
-    windows_per_frame = setting(cfg, "data.windows_per_frame", float, minimum=0.01)
+    memory = sampler_memory(cfg)  # data.cache_gb, data.windows_per_frame
 
     # 1. Demonstrations. Under torchrun every rank runs this command: rank 0 collects
     # missing demos while the others wait, so they are collected once.
@@ -205,7 +204,7 @@ def train_app(cfg: DictConfig) -> int:
     sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=train_cfg.batch_size,
                             seed=rank_seed(int(cfg.data.sampler_seed)), derived=derived,
-                            max_cache_bytes=cache_bytes, windows_per_frame=windows_per_frame)
+                            **memory)
     n_params = sum(p.numel() for p in policy.parameters())
     print(f"[2/4] {policy_choice}: {n_params / 1e6:.2f} M parameters, "
           f"{demos.num_episodes} demos, obs {list(policy.obs_shapes)}")

@@ -59,7 +59,7 @@ def finetune(ctx: Any, cfg: Any, r: int, policy_dir: Path, parts: Mapping[str, A
     for key in sorted({k for p in parts.values() for k in p.labels}):
         policy = with_condition_input(policy, key)
     sampler = training_sampler(policy, parts, int(ctx.train_config.batch_size), seed=r,
-                               dropout=cfg.condition_dropout)
+                               dropout=cfg.condition_dropout, memory=ctx.sampler_memory)
     if cfg.widen_range and hasattr(policy, "widen_sample_range") and policy.widen_sample_range(
             action_extent(policy, parts)):
         print(f"round {r}: the training actions reach beyond the policy's normalised range; sampled chunks "
@@ -72,9 +72,12 @@ def finetune(ctx: Any, cfg: Any, r: int, policy_dir: Path, parts: Mapping[str, A
     return new_dir, {name: int(len(part)) for name, part in sampler.samplers.items()}
 
 
-def training_sampler(policy: Any, parts: Mapping[str, Any], batch_size: int, seed: int, dropout: float) -> Any:
+def training_sampler(policy: Any, parts: Mapping[str, Any], batch_size: int, seed: int, dropout: float,
+                     memory: Mapping[str, Any] | None = None) -> Any:
     """Batches with each part's share (by weight) of windows the policy trains on,
-    conditioning inputs filled from the parts' labels (0 where a part has none)."""
+    conditioning inputs filled from the parts' labels (0 where a part has none). ``memory``:
+    ``WindowSampler``'s ``max_cache_bytes`` (shared among the parts by their share of the
+    batch) and ``windows_per_frame``; absent ones keep the sampler's defaults."""
     from robot_learn.data import WindowSampler
 
     shares = split_batch(batch_size, {n: p.weight for n, p in parts.items()})
@@ -84,10 +87,19 @@ def training_sampler(policy: Any, parts: Mapping[str, Any], batch_size: int, see
             continue  # weight 0
         windows = WindowSampler(part.view, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                                 action_horizon=policy.action_horizon, batch_size=shares[name],
-                                seed=1000 * seed + i, derived=frame_features(policy, part.view.store))
+                                seed=1000 * seed + i, derived=frame_features(policy, part.view.store),
+                                **part_memory(memory or {}, shares[name] / batch_size))
         samplers[name] = (ConditionSampler(windows, tuple(policy.conditions), part.labels, dropout, seed=1000 * seed + i)
                           if policy.conditions else windows)
     return MixtureSampler(samplers)
+
+
+def part_memory(memory: Mapping[str, Any], share: float) -> dict[str, Any]:
+    """``memory`` with ``max_cache_bytes`` cut to a part's ``share`` of the batch."""
+    out = dict(memory)
+    if "max_cache_bytes" in out:
+        out["max_cache_bytes"] = int(out["max_cache_bytes"] * share)
+    return out
 
 
 def frame_features(policy: Any, store: Any) -> dict[str, np.ndarray]:

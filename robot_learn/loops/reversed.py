@@ -265,7 +265,7 @@ class Reversed(Method):
         base = load_policy(ctx.base_policy_dir)
         policy = build_policy_for_view(base.config, demos, name=base.name)
         sampler = training_sampler(policy, {"easy": Part(demos, 1.0)}, int(ctx.train_config.batch_size), seed=0,
-                                   dropout=0.0)
+                                   dropout=0.0, memory=ctx.sampler_memory)
         train_cfg = dataclasses.replace(ctx.train_config, out_dir=str(ctx.run_dir / "easy"),
                                         steps=cfg.easy_train_steps)
         policy_dir = Path(Trainer(policy, sampler, train_cfg).fit()["final_policy_dir"])

@@ -83,6 +83,9 @@ class LoopContext:
                                                 # ``imagined`` rolls out (robot_learn.loops.world_model)
     reversal: Any = None                        # loop=reversed's settings: where source ``reversed``'s
                                                 # easy-task expert puts the object down
+    sampler_memory: Mapping[str, Any] = field(default_factory=dict)  # WindowSampler's max_cache_bytes and
+                                                # windows_per_frame for the rounds' training, the cap
+                                                # shared among the parts (data.cache_gb; {}: defaults)
 
 
 @dataclass(frozen=True)

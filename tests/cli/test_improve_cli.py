@@ -125,3 +125,7 @@ def test_negative_or_all_zero_source_weights_are_clear_errors(user_error):
         "improve", "loop.sources=[hitl,autonomous]", "loop.source_weights=[0,0]", *TINY)
     assert "source_weights has 1 weights for 2 sources ['hitl', 'autonomous']" in user_error(
         "improve", "loop.sources=[hitl,autonomous]", "loop.source_weights=[1]", *TINY)
+
+
+def test_bad_sampler_memory_is_a_one_line_error_naming_the_key(user_error):
+    assert "data.cache_gb must be >= 0" in user_error("improve", "data.cache_gb=-1", *TINY)

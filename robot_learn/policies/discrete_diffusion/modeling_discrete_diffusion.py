@@ -16,6 +16,8 @@ of the latest chunk.
 
 from __future__ import annotations
 
+import warnings
+
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -92,6 +94,7 @@ class DiscreteDiffusionPolicy(Policy):
         self.decode_settings = self._settings_from(config)
         self.last_decode: DecodeResult | None = None
         self.compiled_round = CompiledCall(self._action_round, "the decoding round")  # config.compile_inference
+        self._warn_if_rounds_stay_eager()
 
     @staticmethod
     def _settings_from(config: DiscreteDiffusionConfig) -> DecodeSettings:
@@ -119,6 +122,17 @@ class DiscreteDiffusionPolicy(Policy):
     def set_compile_inference(self, enabled: bool) -> None:
         """Switch ``compile_inference`` (torch.compile of each round and of the frame encoder)."""
         self.config = self.config.with_changes(compile_inference=bool(enabled))
+        self._warn_if_rounds_stay_eager()
+
+    def _warn_if_rounds_stay_eager(self) -> None:
+        """One warning when ``compile_inference`` can compile only the frame encoder: the decoding
+        rounds are compiled against a cached observation prefix, which only the tiny backbone
+        with ``attention=prefix_cached`` has."""
+        if self.config.compile_inference and not self.prefix_cached:
+            warnings.warn(f"compile_inference compiles the decoding rounds only for backbone=tiny with "
+                          f"attention=prefix_cached; this policy has backbone={self.config.backbone}, "
+                          f"attention={self.config.attention}, so its rounds run eagerly (the frame encoder, "
+                          f"if any, is still compiled)", stacklevel=3)
 
     # --- training ---------------------------------------------------------------
     def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:

@@ -106,3 +106,16 @@ def test_compile_inference_falls_back_to_eager_with_one_warning_when_no_compiler
     assert len([w for w in caught if "compile_inference" in str(w.message)]) == 1
     assert torch.equal(first, eager) and torch.equal(second, eager)
     torch._dynamo.reset()
+
+
+def test_compile_inference_on_full_attention_warns_that_rounds_stay_eager():
+    """Only prefix-cached rounds compile; a full-attention VLA says so once, whether the flag
+    comes with the config or is switched on later, and a prefix-cached one stays silent."""
+    with pytest.warns(UserWarning, match="attention=full, so its rounds run eagerly"):
+        tiny_vla(attention="full", compile_inference=True)
+    policy, _ = tiny_vla(attention="full")
+    with pytest.warns(UserWarning, match="backbone=tiny with attention=prefix_cached"):
+        policy.set_compile_inference(True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tiny_vla(compile_inference=True)[0].set_compile_inference(True)
