@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "outputs" / "gpu_check")
     parser.add_argument("--demos", type=int, default=20)
     parser.add_argument("--resets", type=int, default=2000, help="rendered scenes for the frame encoder")
-    parser.add_argument("--pretrain-steps", type=int, default=150, help="frame-encoder steps (on the CPU)")
+    parser.add_argument("--pretrain-steps", type=int, default=150, help="frame-encoder pretraining steps (on train.device)")
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--eval-episodes", type=int, default=10)
