@@ -74,15 +74,17 @@ def _scores(pred: torch.Tensor, real: torch.Tensor) -> tuple[torch.Tensor, torch
     return psnr.clamp_max(100.0), ssim  # identical frames give inf PSNR; 100 dB caps them
 
 
-def _moved_psnr(pred: torch.Tensor, real: torch.Tensor, start: torch.Tensor) -> tuple[float, float]:
-    """PSNR of uint8 ``pred`` against ``real`` over the pixels that moved from ``start``
-    (pooled over the batch; 100 dB where none moved), and the share of pixels that moved."""
+def _moved_psnr(preds: tuple[torch.Tensor, ...], real: torch.Tensor, start: torch.Tensor) -> tuple[list[float], float]:
+    """PSNR of each uint8 frame batch in ``preds`` against ``real`` over the pixels that moved
+    from ``start`` (one mask for all; pooled over the batch; 100 dB where none moved), and the
+    share of pixels that moved."""
     real = real.float()
     moved = (real - start.float()).abs().amax(dim=-1) > MOVED_LEVELS
     if not moved.any():
-        return 100.0, 0.0
-    mse = ((pred.float() - real) ** 2).mean(dim=-1)[moved].mean()
-    return min(100.0, float(10 * torch.log10(255.0 ** 2 / mse.clamp_min(1e-10)))), float(moved.float().mean())
+        return [100.0] * len(preds), 0.0
+    mses = [((pred.float() - real) ** 2).mean(dim=-1)[moved].mean() for pred in preds]
+    return ([min(100.0, float(10 * torch.log10(255.0 ** 2 / mse.clamp_min(1e-10)))) for mse in mses],
+            float(moved.float().mean()))
 
 
 @torch.no_grad()
@@ -128,9 +130,9 @@ def measure_fidelity(model: VideoWorldModel, view: EpisodeView, horizon: int = 2
         report.copy_last_psnr.append(float(base_psnr.mean()))
         report.copy_last_ssim.append(float(base_ssim.mean()))
         report.state_rmse.append(float(((state.cpu() - states[:, k + h]) ** 2).mean().sqrt()))
-        moved_psnr, moved = _moved_psnr(frame.cpu(), real, last)
-        report.model_psnr_moved.append(moved_psnr)
-        report.copy_last_psnr_moved.append(_moved_psnr(last, real, last)[0])
+        (model_moved, copy_moved), moved = _moved_psnr((frame.cpu(), last), real, last)
+        report.model_psnr_moved.append(model_moved)
+        report.copy_last_psnr_moved.append(copy_moved)
         report.moved_fraction.append(moved)
     report.diverged = int((~alive).sum())
     return report

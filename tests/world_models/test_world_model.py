@@ -118,9 +118,10 @@ def test_moved_pixel_psnr_scores_only_what_left_the_start_frame():
     real[0, :2, :2] = 200  # 4 of 64 pixels moved
     noisy_background = real.clone()
     noisy_background[0, 4:, 4:] = 10  # wrong where nothing moved: not counted
-    assert _moved_psnr(noisy_background, real, start) == (100.0, 4 / 64)
-    psnr, _ = _moved_psnr(start, real, start)  # copy-last misses the moved patch by 200 levels
-    assert psnr == pytest.approx(10 * math.log10(255 ** 2 / 200 ** 2), abs=1e-4)
+    (exact, copy_last), moved = _moved_psnr((noisy_background, start), real, start)  # one mask for both
+    assert exact == 100.0 and moved == 4 / 64
+    assert copy_last == pytest.approx(10 * math.log10(255 ** 2 / 200 ** 2), abs=1e-4)  # misses by 200 levels
+    assert _moved_psnr((real,), start, start) == ([100.0], 0.0)  # nothing moved
 
 
 def test_any_policy_runs_in_the_world_model_through_evaluate(trained, store_path):
