@@ -83,7 +83,7 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
     ``2_000_000 + seed + i`` and expert episodes ``3_000_000 + seed + i``.
 
     The calling thread poses the scenes and records each one's simulator state; ``workers``
-    threads (default: one per CPU, at most 4), each with its own renderer, render those
+    threads (default: :func:`default_render_workers`), each with its own renderer, render those
     states in chunks, so the frames are the same whatever the number of workers. Rendering
     is most of the time and releases the GIL; one renderer keeps about one core busy.
     (Threads, not processes: a forked worker hangs once its parent holds an EGL context,
@@ -99,7 +99,7 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
     if min(fractions.values()) < 0 or sum(fractions.values()) > 1:
         raise ValueError(f"near_object, held and placed are fractions of the resets: each >= 0 and together "
                          f"<= 1, got {fractions}")
-    workers = min(4, len(os.sched_getaffinity(0))) if workers is None else int(workers)
+    workers = default_render_workers() if workers is None else int(workers)
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     tasks = [task_spec(t).name for t in tasks]  # ValueError lists the valid tasks
@@ -123,7 +123,7 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
 
     def flush(last: bool = False) -> None:
         """Render the pending scenes: in the pool (started with the first full chunk, so a few
-        scenes never pay for starting processes), or here."""
+        scenes never pay for starting threads), or here."""
         nonlocal pool
         if not pending:
             return
@@ -174,8 +174,18 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
                        instruction=rows["instruction"], task=rows["task"])
 
 
+def default_render_workers() -> int:
+    """Rendering threads by default: one per CPU (at most 4) with a headless GL (EGL, OSMesa),
+    whose contexts live on any thread; 1 with a windowed one (GLFW), whose contexts must be made
+    on the main thread."""
+    if os.environ.get("MUJOCO_GL", "").lower() not in ("egl", "osmesa"):
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(4, cpus))
+
+
 def render_scenes(scenes: list[tuple[str, np.ndarray, np.ndarray]], cameras: tuple[str, ...],
-           image_size: int) -> dict[str, np.ndarray]:
+                  image_size: int) -> dict[str, np.ndarray]:
     """Images of recorded scenes (task, ``RENDER_STATE`` vector, ``geom_rgba``), one uint8
     ``[N, H, W, 3]`` array per camera: each scene's state and colours are set on the task's
     model and data, kinematics recomputed, and the cameras rendered."""

@@ -227,7 +227,7 @@ def train_app(cfg: DictConfig) -> int:
     if steps := finetune_steps(policy):  # the pixel presets' optional end-to-end phase
         print(f"      fine-tuning the frame encoder end to end for {steps} steps on raw frames")
         trainer, tuned = finetune_frame_encoder(trainer, demos, derived, train_cfg,
-                                                rank_seed(int(cfg.data.sampler_seed) + 1))
+                                                rank_seed(int(cfg.data.sampler_seed) + 1), memory)
         fit = {**fit, "final_policy_dir": tuned["final_policy_dir"], "finetune_time": tuned["time"],
                "finetune_loss": tuned["loss"]}
     group.close()

@@ -76,8 +76,8 @@ def training_sampler(policy: Any, parts: Mapping[str, Any], batch_size: int, see
                      memory: Mapping[str, Any] | None = None) -> Any:
     """Batches with each part's share (by weight) of windows the policy trains on,
     conditioning inputs filled from the parts' labels (0 where a part has none). ``memory``:
-    ``WindowSampler``'s ``max_cache_bytes`` (shared among the parts by their share of the
-    batch) and ``windows_per_frame``; absent ones keep the sampler's defaults."""
+    ``WindowSampler``'s ``max_cache_bytes`` and ``windows_per_frame`` for each part's sampler
+    (the cap is per part, as the sampler's default was); absent ones keep the defaults."""
     from robot_learn.data import WindowSampler
 
     shares = split_batch(batch_size, {n: p.weight for n, p in parts.items()})
@@ -88,18 +88,10 @@ def training_sampler(policy: Any, parts: Mapping[str, Any], batch_size: int, see
         windows = WindowSampler(part.view, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                                 action_horizon=policy.action_horizon, batch_size=shares[name],
                                 seed=1000 * seed + i, derived=frame_features(policy, part.view.store),
-                                **part_memory(memory or {}, shares[name] / batch_size))
+                                **(memory or {}))
         samplers[name] = (ConditionSampler(windows, tuple(policy.conditions), part.labels, dropout, seed=1000 * seed + i)
                           if policy.conditions else windows)
     return MixtureSampler(samplers)
-
-
-def part_memory(memory: Mapping[str, Any], share: float) -> dict[str, Any]:
-    """``memory`` with ``max_cache_bytes`` cut to a part's ``share`` of the batch."""
-    out = dict(memory)
-    if "max_cache_bytes" in out:
-        out["max_cache_bytes"] = int(out["max_cache_bytes"] * share)
-    return out
 
 
 def frame_features(policy: Any, store: Any) -> dict[str, np.ndarray]:

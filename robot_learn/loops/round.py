@@ -84,8 +84,8 @@ class LoopContext:
     reversal: Any = None                        # loop=reversed's settings: where source ``reversed``'s
                                                 # easy-task expert puts the object down
     sampler_memory: Mapping[str, Any] = field(default_factory=dict)  # WindowSampler's max_cache_bytes and
-                                                # windows_per_frame for the rounds' training, the cap
-                                                # shared among the parts (data.cache_gb; {}: defaults)
+                                                # windows_per_frame for each data part the rounds
+                                                # train on (data.cache_gb; {}: the defaults)
 
 
 @dataclass(frozen=True)

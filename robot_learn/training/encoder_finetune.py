@@ -32,11 +32,12 @@ def finetune_steps(policy: Any) -> int:
 
 
 def finetune_frame_encoder(trainer: Trainer, demos: Any, derived: dict, train_cfg: TrainConfig,
-                           sampler_seed: int) -> tuple[Trainer, dict[str, Any]]:
+                           sampler_seed: int, memory: dict[str, Any] | None = None) -> tuple[Trainer, dict[str, Any]]:
     """A trainer, and what its ``fit`` returned, for the fine-tuning phase after ``trainer`` (whose
     ``ema_policy`` it starts from): the parameters ``trainer`` trained plus those the encoder's
     ``encode`` reads take gradients, batches carry the encoder's cameras, the learning rate is
-    ``finetune_lr`` for all of them and the batch ``finetune_batch_size`` (0: ``train_cfg``'s)."""
+    ``finetune_lr`` for all of them and the batch ``finetune_batch_size`` (0: ``train_cfg``'s);
+    ``memory``: the sampler's ``max_cache_bytes`` / ``windows_per_frame`` (None: its defaults)."""
     settings = FramePretrainConfig(**trainer.ema_policy.config.frame_pretraining)
     trained = {name for name, p in trainer.policy.named_parameters() if p.requires_grad}
     policy = copy.deepcopy(trainer.ema_policy)
@@ -52,6 +53,6 @@ def finetune_frame_encoder(trainer: Trainer, demos: Any, derived: dict, train_cf
         out_dir=str(Path(train_cfg.out_dir) / FINETUNE_DIRNAME))
     sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                             action_horizon=policy.action_horizon, batch_size=cfg.batch_size,
-                            seed=sampler_seed, derived=derived)
+                            seed=sampler_seed, derived=derived, **(memory or {}))
     finetuner = Trainer(policy, sampler, cfg)
     return finetuner, finetuner.fit()

@@ -97,3 +97,13 @@ def test_frames_rendered_in_worker_threads_equal_those_rendered_in_place(monkeyp
 def test_zero_workers_is_refused_naming_the_setting():
     with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
         render_scene_frames(["bin_place"], 2, cameras=("front",), image_size=24, workers=0)
+
+
+def test_rendering_threads_only_with_a_headless_gl(monkeypatch):
+    """GLFW's contexts belong to the main thread, so without EGL or OSMesa scenes render in one."""
+    from robot_learn.envs.scene_frames import default_render_workers
+
+    monkeypatch.setenv("MUJOCO_GL", "glfw")
+    assert default_render_workers() == 1
+    monkeypatch.setenv("MUJOCO_GL", "egl")
+    assert 1 <= default_render_workers() <= 4

@@ -83,22 +83,20 @@ def test_condition_sampler_leaves_an_unlabelled_condition_at_zero(store):
         ConditionSampler(inner, ("advantage",), {"x": {}})
 
 
-def test_training_sampler_shares_the_memory_cap_among_the_parts(tmp_path):
-    """``data.cache_gb`` reaches each part's sampler as its share of the batch: with a cap too
-    small for the data a part reads out of core, and without one everything is cached."""
+def test_training_sampler_gives_each_part_the_memory_cap(tmp_path):
+    """``data.cache_gb`` reaches each part's sampler: with a cap too small for the data a part
+    reads out of core, and without one everything is cached."""
     import warnings
 
     from loop_fixtures import make_base
 
-    from robot_learn.loops.finetune import part_memory, training_sampler
+    from robot_learn.loops.finetune import training_sampler
     from robot_learn.loops.round import Part
     from robot_learn.policies import load_policy
 
     demos, base_dir = make_base(tmp_path)
     policy = load_policy(base_dir)
     parts = {"a": Part(demos, 3.0), "b": Part(demos, 1.0)}
-    assert part_memory({"max_cache_bytes": 1000, "windows_per_frame": 2.0}, 0.25) == {
-        "max_cache_bytes": 250, "windows_per_frame": 2.0}
     cached = training_sampler(policy, parts, 8, seed=0, dropout=0.0)
     assert all(s.cached for s in cached.samplers.values())
     with warnings.catch_warnings():

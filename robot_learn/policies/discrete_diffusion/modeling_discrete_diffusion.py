@@ -94,7 +94,7 @@ class DiscreteDiffusionPolicy(Policy):
         self.decode_settings = self._settings_from(config)
         self.last_decode: DecodeResult | None = None
         self.compiled_round = CompiledCall(self._action_round, "the decoding round")  # config.compile_inference
-        self._warn_if_rounds_stay_eager()
+        self._warned_eager_rounds = False
 
     @staticmethod
     def _settings_from(config: DiscreteDiffusionConfig) -> DecodeSettings:
@@ -122,17 +122,17 @@ class DiscreteDiffusionPolicy(Policy):
     def set_compile_inference(self, enabled: bool) -> None:
         """Switch ``compile_inference`` (torch.compile of each round and of the frame encoder)."""
         self.config = self.config.with_changes(compile_inference=bool(enabled))
-        self._warn_if_rounds_stay_eager()
 
-    def _warn_if_rounds_stay_eager(self) -> None:
-        """One warning when ``compile_inference`` can compile only the frame encoder: the decoding
-        rounds are compiled against a cached observation prefix, which only the tiny backbone
-        with ``attention=prefix_cached`` has."""
-        if self.config.compile_inference and not self.prefix_cached:
+    def warn_if_rounds_stay_eager(self, compile_inference: bool) -> None:
+        """At the first chunk decoded with ``compile_inference`` on, one warning if only the frame
+        encoder compiles: rounds compile against a cached observation prefix, which only the tiny
+        backbone with ``attention=prefix_cached`` has."""
+        if compile_inference and not self.prefix_cached and not self._warned_eager_rounds:
+            self._warned_eager_rounds = True
             warnings.warn(f"compile_inference compiles the decoding rounds only for backbone=tiny with "
                           f"attention=prefix_cached; this policy has backbone={self.config.backbone}, "
                           f"attention={self.config.attention}, so its rounds run eagerly (the frame encoder, "
-                          f"if any, is still compiled)", stacklevel=3)
+                          f"if any, is still compiled)", stacklevel=4)
 
     # --- training ---------------------------------------------------------------
     def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
@@ -201,6 +201,7 @@ class DiscreteDiffusionPolicy(Policy):
                 return action_round(tokens, cache)
 
             return logits, cache[1].shape[0]
+        self.warn_if_rounds_stay_eager(self.config.compile_inference)
         prefix, prefix_pad = self.observation_tokens(self.with_frame_features(obs))
 
         def full(tokens: torch.Tensor) -> torch.Tensor:

@@ -108,14 +108,21 @@ def test_compile_inference_falls_back_to_eager_with_one_warning_when_no_compiler
     torch._dynamo.reset()
 
 
-def test_compile_inference_on_full_attention_warns_that_rounds_stay_eager():
-    """Only prefix-cached rounds compile; a full-attention VLA says so once, whether the flag
-    comes with the config or is switched on later, and a prefix-cached one stays silent."""
-    with pytest.warns(UserWarning, match="attention=full, so its rounds run eagerly"):
-        tiny_vla(attention="full", compile_inference=True)
-    policy, _ = tiny_vla(attention="full")
-    with pytest.warns(UserWarning, match="backbone=tiny with attention=prefix_cached"):
-        policy.set_compile_inference(True)
+def test_compile_inference_on_full_attention_warns_once_that_rounds_stay_eager():
+    """Only prefix-cached rounds compile; a full-attention VLA decoding with compile_inference on
+    says so at its first chunk and not again; building, loading or switching the flag off says
+    nothing, and a prefix-cached VLA stays silent."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        tiny_vla(compile_inference=True)[0].set_compile_inference(True)
+        policy, obs = tiny_vla(attention="full", compile_inference=True)  # built: no warning yet
+        policy.set_compile_inference(False)
+        tokens(policy, obs)  # eager by choice: nothing to say
+        policy.set_compile_inference(True)
+    with pytest.warns(UserWarning, match="attention=full, so its rounds run eagerly") as record:
+        tokens(policy, obs)
+        tokens(policy, obs)
+    assert len([w for w in record if "rounds run eagerly" in str(w.message)]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prefix_cached, obs = tiny_vla(compile_inference=False)
+        tokens(prefix_cached, obs)
