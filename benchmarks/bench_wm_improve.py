@@ -49,13 +49,19 @@ def cli(*args: str) -> None:
                    stdout=subprocess.DEVNULL)
 
 
-def evaluate(policy_dir: str, task: str, episodes: int, out_dir: Path, image_size: int) -> list[bool]:
-    """Success per held-out seed (from 1,000,000) of ``policy_dir`` in MuJoCo."""
-    if not (out_dir / "report.json").exists():
-        cli("eval", f"checkpoint={policy_dir}", f"task={task}", f"task.image_size={image_size}", f"episodes={episodes}",
-            "videos=0", f"out_dir={out_dir}")
-    report = json.loads((out_dir / "report.json").read_text())
-    return [bool(e["success"]) for e in report["tasks"][task]["per_episode"]]
+def evaluate(policy_dir: str, task: str, episodes: int, out_dir: Path, image_size: int,
+             seeds: list[int]) -> list[bool]:
+    """Success per held-out seed of ``policy_dir`` in MuJoCo: ``episodes`` seeds from each of
+    ``seeds`` (the first set's report in ``out_dir``, the others' in ``out_dir``_s<seed>)."""
+    wins = []
+    for i, seed in enumerate(seeds):
+        where = out_dir if i == 0 else out_dir.with_name(f"{out_dir.name}_s{seed}")
+        if not (where / "report.json").exists():
+            cli("eval", f"checkpoint={policy_dir}", f"task={task}", f"task.image_size={image_size}",
+                f"episodes={episodes}", f"seed={seed}", "videos=0", f"out_dir={where}")
+        report = json.loads((where / "report.json").read_text())
+        wins += [bool(e["success"]) for e in report["tasks"][task]["per_episode"]]
+    return wins
 
 
 def mcnemar(only_a: int, only_b: int) -> float:
@@ -76,7 +82,11 @@ def main() -> None:
     parser.add_argument("--task", default="bin_place")
     parser.add_argument("--rollouts", type=int, default=50, help="N: rollouts per arm")
     parser.add_argument("--train-steps", type=int, default=500)
-    parser.add_argument("--eval-episodes", type=int, default=50)
+    parser.add_argument("--eval-episodes", type=int, default=50, help="per seed set")
+    parser.add_argument("--eval-seeds", type=int, nargs="+", default=[1_000_000],
+                        help="first held-out seed of each set of --eval-episodes seeds (all arms paired on all)")
+    parser.add_argument("--improve-args", default="",
+                        help="more overrides for every arm's improve round (e.g. train.lr=1e-4)")
     parser.add_argument("--scorers", nargs="+", default=["nearest"], help="nearest and/or success-model dirs")
     parser.add_argument("--policy-args", default=FRONT_64, help="the policy group of the base policy")
     parser.add_argument("--image-size", type=int, default=64, help="the base policy's camera size")
@@ -91,7 +101,7 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(args.out)
     common = ["rounds=1", f"task={args.task}", f"base_policy={args.base_policy}", "base_eval=false",
-              "loop.eval_episodes=1", *shlex.split(args.policy_args)]
+              "loop.eval_episodes=1", *shlex.split(args.policy_args), *shlex.split(args.improve_args)]
     finetune = [f"loop.episodes={args.rollouts}", f"loop.train_steps={args.train_steps}"]
     arms = {} if args.no_finetune_arms else {"sim": ["loop=autonomous", *finetune]}
     for scorer in [] if args.no_finetune_arms else args.scorers:
@@ -104,7 +114,8 @@ def main() -> None:
         for scorer in args.scorers:
             arms[f"grpo:imagined:{Path(scorer).name}"] = [*grpo, f"loop.world_model={args.world_model}",
                                                           f"loop.scorer={scorer}"]
-    results = {"base": evaluate(args.base_policy, args.task, args.eval_episodes, out / "eval_base", args.image_size)}
+    results = {"base": evaluate(args.base_policy, args.task, args.eval_episodes, out / "eval_base", args.image_size,
+                                args.eval_seeds)}
     kept, seconds = {}, {}
     for name, loop in arms.items():
         run_dir = out / name.replace(":", "_")
@@ -115,11 +126,12 @@ def main() -> None:
         round_1 = json.loads((run_dir / "rounds.json").read_text())[-1]
         kept[name] = round_1["collected_successes"]
         results[name] = evaluate(round_1["policy_dir"], args.task, args.eval_episodes, run_dir / "eval",
-                                 args.image_size)
+                                 args.image_size, args.eval_seeds)
 
     base = results["base"]
     print(f"\n{args.task}: base {args.base_policy}, {args.rollouts} rollouts per fine-tuning arm, {args.train_steps} "
-          f"fine-tuning steps, {args.eval_episodes} held-out seeds from 1,000,000 in MuJoCo")
+          f"fine-tuning steps {args.improve_args}, {args.eval_episodes} held-out seeds from each of "
+          f"{', '.join(f'{s:,}' for s in args.eval_seeds)} in MuJoCo")
     if args.grpo:
         print(f"GRPO arms: {args.grpo} iterations x {args.groups} groups x {args.group_size} rollouts; the kept "
               f"column counts their rollouts that succeeded (or were judged to)")

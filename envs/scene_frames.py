@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import queue
+import threading
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import mujoco
 import numpy as np
@@ -83,8 +85,8 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
     ``2_000_000 + seed + i`` and expert episodes ``3_000_000 + seed + i``.
 
     The calling thread poses the scenes and records each one's simulator state; ``workers``
-    threads (default: :func:`default_render_workers`), each with its own renderer, render those
-    states in chunks, so the frames are the same whatever the number of workers. Rendering
+    threads (default: :func:`default_render_workers`), each with its own renderer for the whole
+    run, render those states in chunks, so the frames are the same whatever the number of workers. Rendering
     is most of the time and releases the GIL; one renderer keeps about one core busy.
     (Threads, not processes: a forked worker hangs once its parent holds an EGL context,
     and a spawned one re-imports the caller's main module.)
@@ -106,7 +108,7 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
     envs = {t: make_env(t, cameras=(), max_steps=None) for t in tasks}
     rows: dict[str, list] = {"state": [], "labels": [], "instruction": [], "task": []}
     pending: list[tuple[str, np.ndarray, np.ndarray]] = []  # (task, simulator state, geom colours)
-    chunks: list[Any] = []  # rendered images per chunk of pending scenes, in order
+    rendered: list[dict[str, np.ndarray]] = []  # images per chunk of pending scenes, in order
 
     def record(t: str) -> None:
         env = envs[t]
@@ -118,28 +120,36 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
         rows["labels"].append(env.scene_labels())
         rows["instruction"].append(obs["instruction"])
         rows["task"].append(t)
+        if len(rows["task"]) > bar.total:  # an expert episode's frames are counted as they come
+            bar.total = len(rows["task"])
+            bar.refresh()
         if len(pending) == RENDER_CHUNK:
             flush()
 
     def flush(last: bool = False) -> None:
         """Render the pending scenes: in the pool (started with the first full chunk, so a few
         scenes never pay for starting threads), or here."""
-        nonlocal pool
+        nonlocal pool, inline
         if not pending:
             return
-        if pool is None and workers > 1 and not last:
-            pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="render")
         scenes = list(pending)
         pending.clear()
-        chunks.append(pool.submit(render_scenes, scenes, cameras, image_size) if pool is not None
-                      else render_scenes(scenes, cameras, image_size))
+        if pool is None and workers > 1 and not last:
+            pool = RenderPool(workers, cameras, image_size, bar.update)
+        if pool is not None:
+            pool.submit(scenes)
+            return
+        inline = inline or SceneRenderer(cameras, image_size)
+        rendered.append(inline.render(scenes))
+        bar.update(len(scenes))
 
     from tqdm import tqdm
 
-    total = resets + expert_episodes * len(tasks)
-    pool: concurrent.futures.ThreadPoolExecutor | None = None
+    pool: RenderPool | None = None
+    inline: SceneRenderer | None = None
     try:
-        with tqdm(total=total, desc="render scenes", unit="scene", disable=not progress_bar) as bar:
+        # The bar counts rendered scenes (posing runs ahead of the rendering threads).
+        with tqdm(total=resets, desc="render scenes", unit="scene", disable=not progress_bar) as bar:
             rng = np.random.default_rng(seed)
             for i in range(resets):
                 t = tasks[i % len(tasks)]
@@ -147,7 +157,6 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
                 env.reset(seed=2_000_000 + seed + i)
                 _pose_scene(env, rng, near_object, held, placed)
                 record(t)
-                bar.update()
             for i in range(expert_episodes * len(tasks)):
                 t = tasks[i % len(tasks)]
                 env, episode_seed = envs[t], 3_000_000 + seed + i
@@ -160,12 +169,14 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
                     _obs, _r, terminated, truncated, _info = env.step(expert.act(None, env))
                     if terminated or truncated:
                         break
-                bar.update()
             flush(last=True)
-            rendered = [c.result() if isinstance(c, concurrent.futures.Future) else c for c in chunks]
+            if pool is not None:
+                rendered, pool = pool.finish(), None
     finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+        if pool is not None:  # an error while posing: the workers stop at their next chunk
+            pool.abandon()
+        if inline is not None:
+            inline.close()
         for env in envs.values():
             env.close()
     return SceneFrames(images={c: np.concatenate([r[c] for r in rendered]) for c in cameras},
@@ -184,30 +195,85 @@ def default_render_workers() -> int:
     return max(1, min(4, cpus))
 
 
-def render_scenes(scenes: list[tuple[str, np.ndarray, np.ndarray]], cameras: tuple[str, ...],
-                  image_size: int) -> dict[str, np.ndarray]:
+class SceneRenderer:
     """Images of recorded scenes (task, ``RENDER_STATE`` vector, ``geom_rgba``), one uint8
     ``[N, H, W, 3]`` array per camera: each scene's state and colours are set on the task's
-    model and data, kinematics recomputed, and the cameras rendered."""
-    envs: dict[str, Any] = {}
-    renderers: dict[str, CameraRenderer] = {}
-    images: dict[str, list] = {c: [] for c in cameras}
-    try:
+    model and data, kinematics recomputed, and the cameras rendered. One env and renderer per
+    task, made at the task's first scene and kept until :meth:`close`, on the thread that uses
+    it (a GL context costs as much as dozens of renders, so it is made once, not per chunk)."""
+
+    def __init__(self, cameras: tuple[str, ...], image_size: int) -> None:
+        self.cameras, self.image_size = cameras, image_size
+        self.envs: dict[str, Any] = {}
+        self.renderers: dict[str, CameraRenderer] = {}
+
+    def render(self, scenes: list[tuple[str, np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
+        images: dict[str, list] = {c: [] for c in self.cameras}
         for t, state, rgba in scenes:
-            if t not in envs:
-                envs[t] = make_env(t, cameras=(), max_steps=None)
-                renderers[t] = CameraRenderer(envs[t].model, image_size, image_size)
-            env = envs[t]
+            if t not in self.envs:
+                self.envs[t] = make_env(t, cameras=(), max_steps=None)
+                self.renderers[t] = CameraRenderer(self.envs[t].model, self.image_size, self.image_size)
+            env = self.envs[t]
             env.model.geom_rgba[:] = rgba
             mujoco.mj_setState(env.model, env.data, state, RENDER_STATE)
             mujoco.mj_forward(env.model, env.data)
-            for camera, frame in renderers[t].render(env.data, cameras).items():
+            for camera, frame in self.renderers[t].render(env.data, self.cameras).items():
                 images[camera].append(frame)
-    finally:
-        for t, env in envs.items():
-            renderers[t].close()
+        size = self.image_size
+        return {c: np.stack(v) if v else np.zeros((0, size, size, 3), np.uint8) for c, v in images.items()}
+
+    def close(self) -> None:
+        for t, env in self.envs.items():
+            self.renderers[t].close()
             env.close()
-    return {c: np.stack(v) if v else np.zeros((0, image_size, image_size, 3), np.uint8) for c, v in images.items()}
+        self.envs.clear()
+        self.renderers.clear()
+
+
+class RenderPool:
+    """``workers`` threads rendering chunks of scenes from a queue, each with its own
+    :class:`SceneRenderer` for its whole life; ``rendered(n)`` is called from a worker after
+    each chunk of ``n`` scenes (a progress bar's update)."""
+
+    def __init__(self, workers: int, cameras: tuple[str, ...], image_size: int,
+                 rendered: Callable[[int], Any]) -> None:
+        self.jobs: queue.Queue = queue.Queue()
+        self.images: dict[int, dict[str, np.ndarray]] = {}
+        self.submitted = 0
+        self.stopping = threading.Event()
+        self.executor = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="render")
+        self.workers = [self.executor.submit(self._work, cameras, image_size, rendered) for _ in range(workers)]
+
+    def _work(self, cameras: tuple[str, ...], image_size: int, rendered: Callable[[int], Any]) -> None:
+        renderer = SceneRenderer(cameras, image_size)
+        try:
+            while not self.stopping.is_set() and (job := self.jobs.get()) is not None:
+                index, scenes = job
+                self.images[index] = renderer.render(scenes)
+                rendered(len(scenes))
+        finally:
+            renderer.close()
+
+    def submit(self, scenes: list[tuple[str, np.ndarray, np.ndarray]]) -> None:
+        self.jobs.put((self.submitted, scenes))
+        self.submitted += 1
+
+    def finish(self) -> list[dict[str, np.ndarray]]:
+        """Every submitted chunk's images, in submission order (a worker's error is raised here)."""
+        self._stop()
+        for worker in self.workers:
+            worker.result()
+        return [self.images[i] for i in range(self.submitted)]
+
+    def abandon(self) -> None:
+        """Stop without the remaining chunks (after an error elsewhere); workers' errors are dropped."""
+        self.stopping.set()
+        self._stop()
+
+    def _stop(self) -> None:
+        for _ in self.workers:
+            self.jobs.put(None)
+        self.executor.shutdown(wait=True)
 
 
 def _pose_scene(env, rng: np.random.Generator, near_object: float, held: float, placed: float) -> None:

@@ -107,3 +107,46 @@ def test_rendering_threads_only_with_a_headless_gl(monkeypatch):
     assert default_render_workers() == 1
     monkeypatch.setenv("MUJOCO_GL", "egl")
     assert 1 <= default_render_workers() <= 4
+
+
+def test_render_pool_returns_chunks_in_order_counts_every_scene_and_raises_a_workers_error():
+    """Each worker keeps one renderer per task across chunks; the chunks come back in the order
+    they were submitted whichever worker took them, the progress callback sees every scene,
+    and a worker's error (here an unknown task in a recorded scene) is raised by finish()."""
+    import threading
+
+    import mujoco
+
+    from robot_learn.envs.registry import make_env
+    from robot_learn.envs.scene_frames import RENDER_STATE, RenderPool, SceneRenderer
+
+    env = make_env("bin_place", cameras=(), max_steps=None)
+    scenes = []
+    for seed in range(6):
+        env.reset(seed=seed)
+        state = np.empty(mujoco.mj_stateSize(env.model, RENDER_STATE))
+        mujoco.mj_getState(env.model, env.data, state, RENDER_STATE)
+        scenes.append(("bin_place", state, env.model.geom_rgba.copy()))
+    env.close()
+    alone = SceneRenderer(("front",), 24)
+    expected = alone.render(scenes)["front"]
+    alone.close()
+
+    counted, lock = [], threading.Lock()
+
+    def rendered(n: int) -> None:
+        with lock:
+            counted.append(n)
+
+    pool = RenderPool(2, ("front",), 24, rendered)
+    for chunk in (scenes[:1], scenes[1:4], scenes[4:]):
+        pool.submit(chunk)
+    chunks = pool.finish()
+    assert [len(c["front"]) for c in chunks] == [1, 3, 2] and sum(counted) == 6
+    assert np.array_equal(np.concatenate([c["front"] for c in chunks]), expected)
+    assert len({frame.tobytes() for frame in expected}) == 6  # six distinct frames, so the order is checked
+
+    broken = RenderPool(2, ("front",), 24, rendered)
+    broken.submit([("no_such_task", scenes[0][1], scenes[0][2])])
+    with pytest.raises(ValueError, match="no_such_task"):
+        broken.finish()

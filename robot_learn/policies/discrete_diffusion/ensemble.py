@@ -184,10 +184,8 @@ class DiscreteDiffusionEnsemble(Policy):
             def log_probs(tokens: torch.Tensor) -> torch.Tensor:  # all members in one compiled graph
                 return self.compiled_round(tokens, caches)
         else:
-            self.members[0].warn_if_rounds_stay_eager(self.config.compile_inference)
-            for member in self.members:  # one warning for the ensemble, not one per member
-                member._warned_eager_rounds = True
-            fns, batches = zip(*(m.logits_fn(obs) for m in self.members))
+            self.members[0].warn_if_rounds_stay_eager(self.config.compile_inference)  # once for the ensemble
+            fns, batches = zip(*(m.logits_fn(obs, warn=False) for m in self.members))
             batch = batches[0]
 
             def log_probs(tokens: torch.Tensor) -> torch.Tensor:

@@ -190,9 +190,10 @@ class DiscreteDiffusionPolicy(Policy):
                                          keep_trace=keep_trace)
         return self.last_decode.tokens
 
-    def logits_fn(self, obs: Obs) -> tuple[Callable[[torch.Tensor], torch.Tensor], int]:
+    def logits_fn(self, obs: Obs, warn: bool = True) -> tuple[Callable[[torch.Tensor], torch.Tensor], int]:
         """The token logits ``[B, L, num_bins]`` as a function of the (partly masked) action
-        tokens ``[B, L]``, for one observation batch (encoded once), and its batch size."""
+        tokens ``[B, L]``, for one observation batch (encoded once), and its batch size.
+        ``warn=False``: no warning that the rounds stay eager (an ensemble warns once for all)."""
         if self.prefix_cached:
             cache = self.prefix_cache(obs)  # once per chunk, reused by every round
             action_round = self.compiled_round if self.config.compile_inference else self._action_round
@@ -201,7 +202,8 @@ class DiscreteDiffusionPolicy(Policy):
                 return action_round(tokens, cache)
 
             return logits, cache[1].shape[0]
-        self.warn_if_rounds_stay_eager(self.config.compile_inference)
+        if warn:
+            self.warn_if_rounds_stay_eager(self.config.compile_inference)
         prefix, prefix_pad = self.observation_tokens(self.with_frame_features(obs))
 
         def full(tokens: torch.Tensor) -> torch.Tensor:
