@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from robot_learn.cli.hydra_app import run_hydra_app
 from robot_learn.cli.settings import device_setting, eval_settings
@@ -20,15 +20,22 @@ def eval_app(cfg: DictConfig) -> int:
     from robot_learn.cli.tasks import check_task
     from robot_learn.evaluation.task_fit import video_cameras
     from robot_learn.evaluation import evaluate, write_report
+    from robot_learn.evaluation.rollout import policy_cameras
     from robot_learn.training.distributed import resolve_device
 
     task = check_task(cfg.task.name)
     settings = eval_settings(cfg)
     guide = guide_settings(cfg)
     device = resolve_device(device_setting(cfg, "device"))  # "auto" -> cuda if there is one
+    # Frames at the checkpoint's camera size unless the command names task.image_size.
+    named_size = overridden("task.image_size")
     policy = load_policy_for_task(cfg.checkpoint, task, cameras=tuple(cfg.task.cameras),
-                                  image_size=int(cfg.task.image_size),
+                                  image_size=int(cfg.task.image_size) if named_size else None,
                                   expected_type=cfg.policy_type, device=device)
+    size = policy_cameras(policy)[1]
+    if size is not None and not named_size:
+        with open_dict(cfg):  # the report's eval_config says what was rendered
+            cfg.task.image_size = size
     set_execute_horizon(policy, cfg)
     set_sampler(policy, cfg)
     set_compile(policy, cfg)
@@ -51,6 +58,11 @@ def eval_app(cfg: DictConfig) -> int:
         print(f"pcg guided {predict.guided_chunks} of {predict.chunks} chunks")
     print(f"report: {paths['markdown']}")
     return 0
+
+
+def overridden(key: str) -> bool:
+    """Whether the command line sets ``key`` (``key=...``, ``+key=...`` or ``++key=...``)."""
+    return any(o.split("=", 1)[0].lstrip("+~") == key for o in HydraConfig.get().overrides.task)
 
 
 def set_execute_horizon(policy, cfg: DictConfig) -> None:

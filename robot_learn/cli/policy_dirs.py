@@ -20,25 +20,30 @@ def resolve_policy_dir(path: str | Path) -> Path:
 
 
 def load_policy_for_task(checkpoint: str | Path, task: str, *, cameras: tuple[str, ...],
-                         image_size: int, expected_type: str | None = None,
+                         image_size: int | None, expected_type: str | None = None,
                          device: str = "cpu") -> Any:
-    """Load the policy at ``checkpoint`` and check it fits ``task``'s action and observations.
+    """Load the policy at ``checkpoint`` and check it fits ``task``'s action and observations,
+    rendered at ``image_size`` (None: the size of the policy's own camera inputs, 96 for a
+    policy that reads none).
 
     Raises ``CLIError`` naming the checkpoint and the mismatch.
     """
     from robot_learn.envs import make_env
     from robot_learn.evaluation import observation_shapes
-    from robot_learn.policies import load_policy
+    from robot_learn.evaluation.rollout import policy_cameras
+    from robot_learn.policies import check_compatible, load_policy
 
     policy_dir = resolve_policy_dir(checkpoint)
-    env = make_env(task, cameras=cameras, image_size=image_size)
     try:
-        action_dim = int(env.action_space.shape[0])
-        shapes = observation_shapes(env.observation_space)
-    finally:
-        env.close()
-    try:
-        return load_policy(policy_dir, expected_type, action_dim=action_dim,
-                           obs_shapes=shapes, device=device)
+        policy = load_policy(policy_dir, expected_type, device=device)
+        size = image_size or policy_cameras(policy)[1] or 96
+        env = make_env(task, cameras=cameras, image_size=size)
+        try:
+            action_dim = int(env.action_space.shape[0])
+            shapes = observation_shapes(env.observation_space)
+        finally:
+            env.close()
+        check_compatible(policy, action_dim=action_dim, obs_shapes=shapes)
+        return policy
     except ValueError as err:  # PolicyLoadError / IncompatiblePolicyError
         raise CLIError(f"cannot evaluate checkpoint '{checkpoint}' on task '{task}': {err}") from None

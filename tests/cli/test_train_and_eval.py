@@ -151,6 +151,28 @@ def test_eval_rejects_a_checkpoint_with_mismatched_dims(run_cli, tmp_path, overr
     assert "Traceback" not in out.stderr
 
 
+def test_eval_renders_at_the_checkpoints_camera_size_unless_the_command_names_one(run_cli, tmp_path):
+    """A 32 px image policy evaluates without task.image_size (the task's default is 96) and
+    the report records 32; naming another size is refused with both sizes."""
+    from robot_learn.policies.diffusion import diffusion_image_config
+
+    config = diffusion_image_config(image_size=32, crop_size=28, vision_channels=[8, 8], vision_feature_dim=16,
+                                    text_dim=16, down_dims=[16, 32], action_horizon=8, execute_horizon=4,
+                                    num_inference_steps=2, timestep_embed_dim=16)
+    make_policy("diffusion", config, instructions=["stack the red cube on the blue cube"]).save(tmp_path / "img")
+    out = run_cli("eval", "checkpoint=img", "task=stack", "episodes=1", "workers=1", "videos=0", "max_steps=3",
+                  "out_dir=evalout", timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads((tmp_path / "evalout" / "report.json").read_text())
+    assert report["tasks"]["stack"]["info"]["image_size"] == 32
+    assert report["eval_config"]["task"]["image_size"] == 32
+
+    out = run_cli("eval", "checkpoint=img", "task=stack", "task.image_size=48", "episodes=1")
+    assert out.returncode == 2
+    assert "observation 'images/front': policy expects (32, 32, 3), caller provides (48, 48, 3)" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def test_eval_rejects_another_policy_type(run_cli, tmp_path):
     _saved_policy(tmp_path / "ckpt")
     out = run_cli("eval", "checkpoint=ckpt", "task=stack", "policy_type=vla")
