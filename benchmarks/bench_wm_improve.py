@@ -22,7 +22,7 @@ arm or only by the base with the exact McNemar p.
     .venv/bin/python benchmarks/bench_wm_improve.py --world-model outputs/wm/res48_s46 \\
         --base-policy outputs/train/px_front64b/checkpoints/step_0004000/ema --rollouts 200 --eval-episodes 100 \\
         --eval-seeds 1000000 2000000 --improve-args train.lr=1e-4 --scorers nearest   # 200 paired seeds, lr 1e-4
-    .venv/bin/python benchmarks/bench_wm_improve.py --world-model outputs/wm/RUN --base-policy VLA_DIR \
+    .venv/bin/python benchmarks/bench_wm_improve.py --world-model outputs/wm/RUN --base-policy VLA_DIR \\
         --policy-args "$VLA_FRONT_64" --grpo 4 --no-finetune-arms --out outputs/bench_wm_grpo
 """
 
