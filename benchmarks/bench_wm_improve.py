@@ -21,7 +21,7 @@ arm or only by the base with the exact McNemar p.
         --scorers nearest outputs/wm/bin_place_residual_s32/success_model
     .venv/bin/python benchmarks/bench_wm_improve.py --world-model outputs/wm/res48_s46 \\
         --base-policy outputs/train/px_front64b/checkpoints/step_0004000/ema --rollouts 200 --eval-episodes 100 \\
-        --eval-seeds 1000000 2000000 --improve-args train.lr=1e-4 --scorers nearest   # 200 paired seeds, lr 1e-4
+        --eval-seeds 1000000 1100000 --improve-args train.lr=1e-4 --scorers nearest   # 200 paired seeds, lr 1e-4
     .venv/bin/python benchmarks/bench_wm_improve.py --world-model outputs/wm/RUN --base-policy VLA_DIR \\
         --policy-args "$VLA_FRONT_64" --grpo 4 --no-finetune-arms --out outputs/bench_wm_grpo
 """
@@ -62,9 +62,26 @@ def evaluate(policy_dir: str, task: str, episodes: int, out_dir: Path, image_siz
         if not (where / "report.json").exists():
             cli("eval", f"checkpoint={policy_dir}", f"task={task}", f"task.image_size={image_size}",
                 f"episodes={episodes}", f"seed={seed}", "videos=0", f"out_dir={where}")
-        report = json.loads((where / "report.json").read_text())
-        wins += [bool(e["success"]) for e in report["tasks"][task]["per_episode"]]
+        report = json.loads((where / "report.json").read_text())["tasks"][task]
+        if report["info"]["seed"] != seed or len(report["per_episode"]) != episodes:
+            sys.exit(f"{where}/report.json holds {len(report['per_episode'])} episodes from seed "
+                     f"{report['info']['seed']}, not {episodes} from {seed}: another --out, or delete it")
+        wins += [bool(e["success"]) for e in report["per_episode"]]
     return wins
+
+
+def check_seed_sets(seeds: list[int], episodes: int) -> None:
+    """Exit naming the sets unless they are disjoint and outside the seeds frame encoders
+    pretrain on (from 2,000,000), so every evaluated layout is held out."""
+    from robot_learn.envs.scene_frames import RESET_SEEDS
+
+    ranges = sorted((s, s + episodes) for s in seeds)
+    for (a, a_end), (b, _) in zip(ranges, ranges[1:]):
+        if b < a_end:
+            sys.exit(f"--eval-seeds {a} and {b} overlap with {episodes} episodes each")
+    if any(s + episodes > RESET_SEEDS and s < 2 * RESET_SEEDS for s in seeds):
+        sys.exit(f"--eval-seeds {seeds}: seeds from {RESET_SEEDS:,} are the frame encoders' pretraining "
+                 f"scenes, not held out; use seeds from 1,000,000 (e.g. 1000000 1100000)")
 
 
 def mcnemar(only_a: int, only_b: int) -> float:
@@ -87,7 +104,8 @@ def main() -> None:
     parser.add_argument("--train-steps", type=int, default=500)
     parser.add_argument("--eval-episodes", type=int, default=50, help="per seed set")
     parser.add_argument("--eval-seeds", type=int, nargs="+", default=[1_000_000],
-                        help="first held-out seed of each set of --eval-episodes seeds (all arms paired on all)")
+                        help="first held-out seed of each set of --eval-episodes seeds (all arms paired on all; "
+                             "disjoint, and under 2,000,000 where the encoders' pretraining scenes start)")
     parser.add_argument("--improve-args", default="",
                         help="more overrides for every arm's improve round (e.g. train.lr=1e-4)")
     parser.add_argument("--scorers", nargs="+", default=["nearest"], help="nearest and/or success-model dirs")
@@ -102,6 +120,7 @@ def main() -> None:
                         help="skip the success-filtered fine-tuning arms (sim, imagined:<scorer>)")
     parser.add_argument("--out", default="outputs/bench_wm_improve")
     args = parser.parse_args()
+    check_seed_sets(args.eval_seeds, args.eval_episodes)
     out = Path(args.out)
     common = ["rounds=1", f"task={args.task}", f"base_policy={args.base_policy}", "base_eval=false",
               "loop.eval_episodes=1", *shlex.split(args.policy_args), *shlex.split(args.improve_args)]
@@ -133,23 +152,27 @@ def main() -> None:
 
     base = results["base"]
     print(f"\n{args.task}: base {args.base_policy}, {args.rollouts} rollouts per fine-tuning arm, {args.train_steps} "
-          f"fine-tuning steps {args.improve_args}, {args.eval_episodes} held-out seeds from each of "
+          f"fine-tuning steps{' (' + args.improve_args + ')' if args.improve_args else ''}, {args.eval_episodes} "
+          f"held-out seeds from each of "
           f"{', '.join(f'{s:,}' for s in args.eval_seeds)} in MuJoCo")
     if args.grpo:
         print(f"GRPO arms: {args.grpo} iterations x {args.groups} groups x {args.group_size} rollouts; the kept "
               f"column counts their rollouts that succeeded (or were judged to)")
-    print("| arm | rollouts kept as successes | success [95% CI] | won only by arm / only by base | McNemar p | "
-          "arm wall s |")
+    print("| arm | rollouts kept as successes | success [95% CI] | won only by arm / only by base (McNemar p) | "
+          "won only by arm / only by sim (p) | arm wall s |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, wins in results.items():
         n, k = len(wins), sum(wins)
         low, high = wilson_interval(k, n)
-        only_arm = sum(a and not b for a, b in zip(wins, base))
-        only_base = sum(b and not a for a, b in zip(wins, base))
-        paired = "-" if name == "base" else f"{only_arm} / {only_base}"
-        p = "-" if name == "base" else f"{mcnemar(only_arm, only_base):.3f}"
-        print(f"| {name} | {kept.get(name, '-')} | {k / n:.0%} [{low:.1%}, {high:.1%}] | {paired} | {p} | "
-              f"{seconds.get(name, 0):.0f} |")
+        against = {ref: paired(wins, results[ref]) for ref in ("base", "sim") if ref in results and ref != name}
+        print(f"| {name} | {kept.get(name, '-')} | {k / n:.1%} [{low:.1%}, {high:.1%}] | {against.get('base', '-')} | "
+              f"{against.get('sim', '-') if name != 'base' else '-'} | {seconds.get(name, 0):.0f} |")
+
+
+def paired(wins: list[bool], reference: list[bool]) -> str:
+    """Episodes won only by ``wins`` / only by ``reference`` on the same seeds, and the exact McNemar p."""
+    only, only_ref = sum(a and not b for a, b in zip(wins, reference)), sum(b and not a for a, b in zip(wins, reference))
+    return f"{only} / {only_ref} ({mcnemar(only, only_ref):.3f})"
 
 
 if __name__ == "__main__":

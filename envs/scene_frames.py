@@ -21,6 +21,7 @@ Each frame carries the observation a policy gets (cameras, ``state``,
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import queue
 import threading
@@ -43,6 +44,10 @@ SCENE_FRAMES_VERSION = 4  # 4: the labels gained goal_x, goal_y, goal_z
 # how many scenes go to a rendering worker at a time.
 RENDER_STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 RENDER_CHUNK = 256
+# First seed of the reset scenes and of the expert episodes: never an evaluation seed (from
+# 1,000,000), so an encoder pretrained here has not seen the layouts a policy is evaluated on.
+RESET_SEEDS = 2_000_000
+EXPERT_SEEDS = 3_000_000
 # Random grasp-centre box for reset frames (metres), inside the arm's reach, and the
 # spread of the near-object poses around the object to move.
 ARM_LOW = np.array([0.04, -0.26, 0.02])
@@ -82,7 +87,8 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
 
     Seeds start at ``seed`` and never meet the demo seeds (0, 1, ...) or the evaluation
     seeds (from 1,000,000) when ``seed`` is left at its default of 0: resets use
-    ``2_000_000 + seed + i`` and expert episodes ``3_000_000 + seed + i``.
+    ``RESET_SEEDS + seed + i`` (2,000,000) and expert episodes ``EXPERT_SEEDS + seed + i``
+    (3,000,000).
 
     The calling thread poses the scenes and records each one's simulator state; ``workers``
     threads (default: :func:`default_render_workers`), each with its own renderer for the whole
@@ -120,9 +126,7 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
         rows["labels"].append(env.scene_labels())
         rows["instruction"].append(obs["instruction"])
         rows["task"].append(t)
-        if len(rows["task"]) > bar.total:  # an expert episode's frames are counted as they come
-            bar.total = len(rows["task"])
-            bar.refresh()
+        bar.total = max(bar.total, len(rows["task"]))  # an expert episode's frames count as they come
         if len(pending) == RENDER_CHUNK:
             flush()
 
@@ -135,18 +139,23 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
         scenes = list(pending)
         pending.clear()
         if pool is None and workers > 1 and not last:
-            pool = RenderPool(workers, cameras, image_size, bar.update)
+            pool = RenderPool(workers, cameras, image_size, count)
         if pool is not None:
             pool.submit(scenes)
             return
         inline = inline or SceneRenderer(cameras, image_size)
         rendered.append(inline.render(scenes))
-        bar.update(len(scenes))
+        count(len(scenes))
+
+    def count(n: int) -> None:  # from the rendering threads too: tqdm's counter has no lock of its own
+        with bar_lock:
+            bar.update(n)
 
     from tqdm import tqdm
 
     pool: RenderPool | None = None
     inline: SceneRenderer | None = None
+    bar_lock = threading.Lock()
     try:
         # The bar counts rendered scenes (posing runs ahead of the rendering threads).
         with tqdm(total=resets, desc="render scenes", unit="scene", disable=not progress_bar) as bar:
@@ -154,12 +163,12 @@ def render_scene_frames(tasks: Sequence[str], resets: int, expert_episodes: int 
             for i in range(resets):
                 t = tasks[i % len(tasks)]
                 env = envs[t]
-                env.reset(seed=2_000_000 + seed + i)
+                env.reset(seed=RESET_SEEDS + seed + i)
                 _pose_scene(env, rng, near_object, held, placed)
                 record(t)
             for i in range(expert_episodes * len(tasks)):
                 t = tasks[i % len(tasks)]
-                env, episode_seed = envs[t], 3_000_000 + seed + i
+                env, episode_seed = envs[t], EXPERT_SEEDS + seed + i
                 env.reset(seed=episode_seed)
                 expert = make_expert(t, noise=noise, seed=episode_seed)
                 expert.reset(env)
@@ -223,11 +232,12 @@ class SceneRenderer:
         return {c: np.stack(v) if v else np.zeros((0, size, size, 3), np.uint8) for c, v in images.items()}
 
     def close(self) -> None:
-        for t, env in self.envs.items():
-            self.renderers[t].close()
-            env.close()
-        self.envs.clear()
-        self.renderers.clear()
+        """Close every renderer and env, even when one of them raises (ExitStack runs them all)."""
+        with contextlib.ExitStack() as stack:
+            for t, env in self.envs.items():
+                stack.callback(env.close)
+                stack.callback(self.renderers[t].close)
+            self.envs, self.renderers = {}, {}
 
 
 class RenderPool:

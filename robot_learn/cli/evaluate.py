@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -36,6 +37,7 @@ def eval_app(cfg: DictConfig) -> int:
     if size is not None and not named_size:
         with open_dict(cfg):  # the report's eval_config says what was rendered
             cfg.task.image_size = size
+    warn_if_pretraining_layouts(policy, settings.seed, settings.episodes)
     set_execute_horizon(policy, cfg)
     set_sampler(policy, cfg)
     set_compile(policy, cfg)
@@ -62,7 +64,19 @@ def eval_app(cfg: DictConfig) -> int:
 
 def overridden(key: str) -> bool:
     """Whether the command line sets ``key`` (``key=...``, ``+key=...`` or ``++key=...``)."""
-    return any(o.split("=", 1)[0].lstrip("+~") == key for o in HydraConfig.get().overrides.task)
+    return any(o.split("=", 1)[0].lstrip("+") == key for o in HydraConfig.get().overrides.task)
+
+
+def warn_if_pretraining_layouts(policy, seed: int, episodes: int) -> None:
+    """One warning when a policy with a pretrained frame encoder is evaluated on seeds its
+    encoder's rendered scenes use (resets from 2,000,000, expert episodes from 3,000,000): those
+    layouts may have been in its pretraining, so they are not held out."""
+    from robot_learn.envs.scene_frames import EXPERT_SEEDS, RESET_SEEDS
+
+    if getattr(policy, "frame_encoder", None) is not None and seed + episodes > RESET_SEEDS and seed < 2 * RESET_SEEDS:
+        print(f"warning: seeds {seed}..{seed + episodes - 1} overlap the seeds frame encoders pretrain on "
+              f"(scene resets from {RESET_SEEDS:,}, expert episodes from {EXPERT_SEEDS:,}): these layouts may not be "
+              f"held out from this policy's encoder; held-out seeds start at 1,000,000", file=sys.stderr)
 
 
 def set_execute_horizon(policy, cfg: DictConfig) -> None:

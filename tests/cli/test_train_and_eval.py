@@ -173,6 +173,33 @@ def test_eval_renders_at_the_checkpoints_camera_size_unless_the_command_names_on
     assert "Traceback" not in out.stderr
 
 
+def test_eval_of_a_pixel_policy_on_its_encoders_pretraining_seeds_warns(run_cli, tmp_path):
+    """Frame encoders pretrain on scenes reset with seeds from 2,000,000: evaluating a policy
+    with one there still runs, with a one-line warning that those layouts are not held out."""
+    import numpy as np
+
+    from robot_learn.policies.diffusion import diffusion_pixels_config
+    from robot_learn.policies.frame_encoder import FEATURES_KEY
+
+    encoder = dict(cameras=["front"], image_size=32, channels=[8, 16], num_keypoints=8, camera_dim=16,
+                   feature_dim=12, vocab=["put", "red", "cube"], text_dim=8, label_names=["x", "y"], output="latent")
+    config = diffusion_pixels_config(frame_encoder=encoder, down_dims=[16, 32], action_horizon=8, execute_horizon=4,
+                                     num_inference_steps=2, timestep_embed_dim=16)
+
+    def stats(d: int) -> dict:
+        return {"min": -np.ones(d), "max": np.ones(d), "mean": np.zeros(d), "std": np.ones(d),
+                "q01": -np.ones(d), "q99": np.ones(d)}
+
+    make_policy("diffusion", config, {"state": stats(10), FEATURES_KEY: stats(12), "action": stats(5)}).save(
+        tmp_path / "px")
+    out = run_cli("eval", "checkpoint=px", "task=bin_place", "seed=2000000", "episodes=1", "workers=1", "videos=0",
+                  "max_steps=2", "out_dir=evalpx", timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "warning: seeds 2000000..2000000 overlap the seeds frame encoders pretrain on" in out.stderr
+    report = json.loads((tmp_path / "evalpx" / "report.json").read_text())
+    assert report["tasks"]["bin_place"]["info"]["image_size"] == 32
+
+
 def test_eval_rejects_another_policy_type(run_cli, tmp_path):
     _saved_policy(tmp_path / "ckpt")
     out = run_cli("eval", "checkpoint=ckpt", "task=stack", "policy_type=vla")
