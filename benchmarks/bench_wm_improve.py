@@ -70,6 +70,19 @@ def evaluate(policy_dir: str, task: str, episodes: int, out_dir: Path, image_siz
     return wins
 
 
+def check_same_round(run_dir: Path, overrides: list[str]) -> None:
+    """Exit unless the improve round kept in ``run_dir`` was run with ``overrides`` (Hydra's
+    record of its command line), so a reused arm is the arm this command asks for."""
+    import yaml
+
+    def settings(items: list[str]) -> list[str]:  # the run dir's own spelling does not matter
+        return sorted(o for o in items if not o.startswith("run_dir="))
+
+    recorded = run_dir / ".hydra" / "overrides.yaml"
+    if recorded.exists() and settings(yaml.safe_load(recorded.read_text()) or []) != settings(overrides):
+        sys.exit(f"{run_dir} holds a round run with other settings ({recorded}); delete it or use another --out")
+
+
 def check_seed_sets(seeds: list[int], episodes: int) -> None:
     """Exit naming the sets unless they are disjoint and outside the seeds frame encoders
     pretrain on (from 2,000,000), so every evaluated layout is held out."""
@@ -144,6 +157,7 @@ def main() -> None:
         start = time.perf_counter()
         if not (run_dir / "rounds.json").exists():
             cli("improve", *loop, *common, f"run_dir={run_dir}")
+        check_same_round(run_dir, [*loop, *common, f"run_dir={run_dir}"])
         seconds[name] = time.perf_counter() - start
         round_1 = json.loads((run_dir / "rounds.json").read_text())[-1]
         kept[name] = round_1["collected_successes"]
