@@ -86,13 +86,13 @@ def check_same_round(run_dir: Path, overrides: list[str]) -> None:
 def check_seed_sets(seeds: list[int], episodes: int) -> None:
     """Exit naming the sets unless they are disjoint and outside the seeds frame encoders
     pretrain on (from 2,000,000), so every evaluated layout is held out."""
-    from robot_learn.envs.scene_frames import RESET_SEEDS
+    from robot_learn.envs.scene_frames import RESET_SEEDS, overlaps_pretraining_seeds
 
     ranges = sorted((s, s + episodes) for s in seeds)
     for (a, a_end), (b, _) in zip(ranges, ranges[1:]):
         if b < a_end:
             sys.exit(f"--eval-seeds {a} and {b} overlap with {episodes} episodes each")
-    if any(s + episodes > RESET_SEEDS and s < 2 * RESET_SEEDS for s in seeds):
+    if any(overlaps_pretraining_seeds(s, episodes) for s in seeds):
         sys.exit(f"--eval-seeds {seeds}: seeds from {RESET_SEEDS:,} are the frame encoders' pretraining "
                  f"scenes, not held out; use seeds from 1,000,000 (e.g. 1000000 1100000)")
 

@@ -48,6 +48,12 @@ RENDER_CHUNK = 256
 # 1,000,000), so an encoder pretrained here has not seen the layouts a policy is evaluated on.
 RESET_SEEDS = 2_000_000
 EXPERT_SEEDS = 3_000_000
+
+
+def overlaps_pretraining_seeds(first: int, count: int) -> bool:
+    """Whether seeds ``first .. first + count - 1`` reach into the seeds pretraining scenes use
+    (resets from ``RESET_SEEDS``, expert episodes from ``EXPERT_SEEDS``, each under a million)."""
+    return first < EXPERT_SEEDS + 1_000_000 and first + count > RESET_SEEDS
 # Random grasp-centre box for reset frames (metres), inside the arm's reach, and the
 # spread of the near-object poses around the object to move.
 ARM_LOW = np.array([0.04, -0.26, 0.02])

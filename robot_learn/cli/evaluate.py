@@ -71,9 +71,9 @@ def warn_if_pretraining_layouts(policy, seed: int, episodes: int) -> None:
     """One warning when a policy with a pretrained frame encoder is evaluated on seeds its
     encoder's rendered scenes use (resets from 2,000,000, expert episodes from 3,000,000): those
     layouts may have been in its pretraining, so they are not held out."""
-    from robot_learn.envs.scene_frames import EXPERT_SEEDS, RESET_SEEDS
+    from robot_learn.envs.scene_frames import EXPERT_SEEDS, RESET_SEEDS, overlaps_pretraining_seeds
 
-    if getattr(policy, "frame_encoder", None) is not None and seed + episodes > RESET_SEEDS and seed < 2 * RESET_SEEDS:
+    if getattr(policy, "frame_encoder", None) is not None and overlaps_pretraining_seeds(seed, episodes):
         print(f"warning: seeds {seed}..{seed + episodes - 1} overlap the seeds frame encoders pretrain on "
               f"(scene resets from {RESET_SEEDS:,}, expert episodes from {EXPERT_SEEDS:,}): these layouts may not be "
               f"held out from this policy's encoder; held-out seeds start at 1,000,000", file=sys.stderr)
