@@ -271,6 +271,11 @@ class RenderPool:
             renderer.close()
 
     def submit(self, scenes: list[tuple[str, np.ndarray, np.ndarray]]) -> None:
+        """Queue a chunk; a worker that has already failed raises its error here, so posing
+        stops at the next chunk rather than running on to the end."""
+        for worker in self.workers:
+            if worker.done():  # before finish(), a worker only ends by an error
+                worker.result()
         self.jobs.put((self.submitted, scenes))
         self.submitted += 1
 

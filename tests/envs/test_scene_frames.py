@@ -112,7 +112,8 @@ def test_rendering_threads_only_with_a_headless_gl(monkeypatch):
 def test_render_pool_returns_chunks_in_order_counts_every_scene_and_raises_a_workers_error():
     """Each worker keeps one renderer per task across chunks; the chunks come back in the order
     they were submitted whichever worker took them, the progress callback sees every scene,
-    and a worker's error (here an unknown task in a recorded scene) is raised by finish()."""
+    and a worker's error (here an unknown task in a recorded scene) is raised by finish(), or by
+    the next submit() once the worker has failed."""
     import threading
 
     import mujoco
@@ -150,3 +151,11 @@ def test_render_pool_returns_chunks_in_order_counts_every_scene_and_raises_a_wor
     broken.submit([("no_such_task", scenes[0][1], scenes[0][2])])
     with pytest.raises(ValueError, match="no_such_task"):
         broken.finish()
+
+    # The error surfaces at the next submit once the worker has failed, not only at finish()
+    early = RenderPool(1, ("front",), 24, rendered)
+    early.submit([("no_such_task", scenes[0][1], scenes[0][2])])
+    early.workers[0].exception(timeout=60)  # wait for the worker to fail
+    with pytest.raises(ValueError, match="no_such_task"):
+        early.submit(scenes[:1])
+    early.abandon()
