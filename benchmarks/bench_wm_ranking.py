@@ -7,6 +7,9 @@ success rates per policy and the Pearson and Spearman correlations across polici
 
     python benchmarks/bench_wm_ranking.py --world-model outputs/wm/RUN \\
         --policies outputs/train/RUN/checkpoints/step_0000500 ... --scorers nearest outputs/wm/RUN/success_model
+
+``--sim-from`` an earlier run's JSON reuses its MuJoCo rates (the same seeds, so the same
+episodes) when only the world model or the scorers change.
 """
 
 from __future__ import annotations
@@ -37,6 +40,23 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.corrcoef(x, y)[0, 1])
 
 
+def reused_sim(path: str, policies: list[str], episodes: int) -> dict[str, float]:
+    """MuJoCo success per policy from an earlier run's JSON; exits naming what differs."""
+    try:
+        rows = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"--sim-from {path}: cannot read it ({error})") from None
+    found = {r["policy"]: r for r in rows}
+    missing = [p for p in policies if p not in found]
+    if missing:
+        raise SystemExit(f"--sim-from {path} has no MuJoCo result for {missing}; it holds {sorted(found)}")
+    counts = {p: found[p].get("sim_episodes") for p in policies}
+    if any(n != episodes for n in counts.values()):
+        raise SystemExit(f"--sim-from {path}: MuJoCo episodes per policy {sorted(set(counts.values()), key=str)}, "
+                         f"not --episodes {episodes}")
+    return {p: float(found[p]["sim"]) for p in policies}
+
+
 def main() -> int:
     from robot_learn.evaluation import evaluate
     from robot_learn.policies import load_policy
@@ -51,6 +71,9 @@ def main() -> int:
     parser.add_argument("--scorers", nargs="+", default=["nearest"], help="nearest and/or success-model dirs")
     parser.add_argument("--episodes", type=int, default=50, help="MuJoCo episodes per policy")
     parser.add_argument("--wm-episodes", type=int, default=20, help="imagined episodes per policy and scorer")
+    parser.add_argument("--sim-from", default=None,
+                        help="an earlier run's --out JSON: its MuJoCo success rates are reused (same policies "
+                             "and --episodes, checked) instead of evaluated again; the seeds are the same")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="outputs/bench_wm_ranking.json")
     args = parser.parse_args()
@@ -58,12 +81,17 @@ def main() -> int:
     model = load_world_model(args.world_model)
     store = args.store or training_store(args.world_model)
     task = model.config.task
+    earlier = reused_sim(args.sim_from, args.policies, args.episodes) if args.sim_from else {}
     rows = []
     for directory in args.policies:
         policy = load_policy(directory)
-        start = time.perf_counter()
-        real = evaluate(policy, task, episodes=args.episodes, workers=2, vectorization="sync")
-        row = {"policy": directory, "sim": real.success_rate, "sim_s": time.perf_counter() - start}
+        if directory in earlier:
+            row = {"policy": directory, "sim": earlier[directory], "sim_s": 0.0, "sim_from": args.sim_from}
+        else:
+            start = time.perf_counter()
+            real = evaluate(policy, task, episodes=args.episodes, workers=2, vectorization="sync")
+            row = {"policy": directory, "sim": real.success_rate, "sim_s": time.perf_counter() - start}
+        row["sim_episodes"] = args.episodes
         for scorer in args.scorers:
             start = time.perf_counter()
             factory = WorldModelEnvFactory(str(args.world_model), str(store), scorer=scorer)
