@@ -44,16 +44,11 @@ SCENE_FRAMES_VERSION = 4  # 4: the labels gained goal_x, goal_y, goal_z
 # how many scenes go to a rendering worker at a time.
 RENDER_STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 RENDER_CHUNK = 256
-# First seed of the reset scenes and of the expert episodes: never an evaluation seed (from
-# 1,000,000), so an encoder pretrained here has not seen the layouts a policy is evaluated on.
+# First seed of the reset scenes and of the expert episodes, away from the evaluation seeds (from
+# 1,000,000), so an encoder pretrained here has not seen the layouts a policy is evaluated on
+# (evaluating on these seeds is warned of: overlaps_pretraining_seeds).
 RESET_SEEDS = 2_000_000
 EXPERT_SEEDS = 3_000_000
-
-
-def overlaps_pretraining_seeds(first: int, count: int) -> bool:
-    """Whether seeds ``first .. first + count - 1`` reach into the seeds pretraining scenes use
-    (resets from ``RESET_SEEDS``, expert episodes from ``EXPERT_SEEDS``, each under a million)."""
-    return first < EXPERT_SEEDS + 1_000_000 and first + count > RESET_SEEDS
 # Random grasp-centre box for reset frames (metres), inside the arm's reach, and the
 # spread of the near-object poses around the object to move.
 ARM_LOW = np.array([0.04, -0.26, 0.02])
@@ -63,6 +58,12 @@ NEAR_OBJECT_Z = (0.015, 0.12)
 # Held frames: the object's offset from the grasp centre (metres, degrees of yaw).
 HELD_XY_SD = 0.004
 HELD_YAW_SD = 8.0
+
+
+def overlaps_pretraining_seeds(first: int, count: int) -> bool:
+    """Whether seeds ``first .. first + count - 1`` reach into the seeds pretraining scenes use
+    (resets from ``RESET_SEEDS``, expert episodes from ``EXPERT_SEEDS``, each under a million)."""
+    return first < EXPERT_SEEDS + 1_000_000 and first + count > RESET_SEEDS
 
 
 @dataclass
