@@ -120,7 +120,8 @@ def main() -> None:
                         help="first held-out seed of each set of --eval-episodes seeds (all arms paired on all; "
                              "disjoint, and under 2,000,000 where the encoders' pretraining scenes start)")
     parser.add_argument("--improve-args", default="",
-                        help="more overrides for every arm's improve round (e.g. train.lr=1e-4)")
+                        help="more overrides for every arm's improve round (e.g. loop.train_lr=1e-3; "
+                             "a pixel policy's rounds default to 1e-4)")
     parser.add_argument("--scorers", nargs="+", default=["nearest"], help="nearest and/or success-model dirs")
     parser.add_argument("--policy-args", default=FRONT_64, help="the policy group of the base policy")
     parser.add_argument("--image-size", type=int, default=64, help="the base policy's camera size")

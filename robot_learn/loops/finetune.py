@@ -64,12 +64,28 @@ def finetune(ctx: Any, cfg: Any, r: int, policy_dir: Path, parts: Mapping[str, A
             action_extent(policy, parts)):
         print(f"round {r}: the training actions reach beyond the policy's normalised range; sampled chunks "
               f"may now reach +-{policy.config.clip_sample_range:g}")
+    lr = round_lr(cfg, current, float(ctx.train_config.lr))
+    print(f"round {r}: {cfg.train_mode} training, {cfg.train_steps} steps at lr {lr:g}")
     train_cfg = dataclasses.replace(ctx.train_config, out_dir=str(round_dir / "train"), steps=cfg.train_steps,
-                                    seed=ctx.train_config.seed + r)
+                                    seed=ctx.train_config.seed + r, lr=lr)
     new_dir = Path(Trainer(policy, sampler, train_cfg).fit()["final_policy_dir"])
     if cfg.merge_alpha is not None:
         new_dir = merge_into(ctx.base_policy_dir or policy_dir, new_dir, cfg.merge_alpha, round_dir / "merged")
     return new_dir, {name: int(len(part)) for name, part in sampler.samplers.items()}
+
+
+def round_lr(cfg: Any, policy: Any, train_lr: float) -> float:
+    """The round's learning rate: ``cfg.train_lr`` when set; else a continued policy with a
+    frame encoder fine-tunes at its ``frame_pretraining.finetune_lr`` (its last training phase's
+    rate; at train.lr's 1e-3 a round with no new data took a pixel policy from 39% to 24% over
+    200 paired seeds, at 1e-4 to 36%: docs/benchmarks.md), and anything else at ``train_lr``."""
+    from robot_learn.policies.frame_encoder import FramePretrainConfig
+
+    if cfg.train_lr is not None:
+        return float(cfg.train_lr)
+    if cfg.train_mode == "continue" and getattr(policy, "frame_encoder", None) is not None:
+        return float(FramePretrainConfig(**policy.config.frame_pretraining).finetune_lr)
+    return train_lr
 
 
 def training_sampler(policy: Any, parts: Mapping[str, Any], batch_size: int, seed: int, dropout: float,

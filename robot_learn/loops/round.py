@@ -41,6 +41,9 @@ class LoopConfig:
     source_weights: list[float] = field(default_factory=list)  # one per name (share of the episodes); none: equal
     train_mode: str = "continue"         # continue (from the current policy) | retrain (from scratch)
     train_steps: int = 500
+    # the round's learning rate; None: a policy with a frame encoder continues at its
+    # frame_pretraining.finetune_lr (1e-4), anything else (and every retrain) at train.lr
+    train_lr: float | None = None
     merge_alpha: Any = None              # RETAIN: None, a number or {module prefix: alpha}
     return_threshold: float | None = None  # success conditioning on return >= threshold; None: off
     condition_dropout: float = 0.3       # share of windows trained unconditioned (label 0)
@@ -59,6 +62,8 @@ class LoopConfig:
             self.merge_alpha = check_alpha(self.merge_alpha)
         if self.episodes < 1:
             raise ValueError(f"episodes must be >= 1, got {self.episodes}")
+        if self.train_lr is not None and not float(self.train_lr) > 0:
+            raise ValueError(f"train_lr must be > 0 (or null: the policy's own), got {self.train_lr}")
 
 
 @dataclass

@@ -7,6 +7,7 @@ TINY = ["train=fast", "base_train_steps=4", "loop.episodes=2", "loop.train_steps
 def test_one_round_of_improve_runs_on_cpu_writes_reports_and_resumes(run_cli, tmp_path):
     out = run_cli("improve", "loop=hgdagger", "rounds=1", *TINY, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
+    assert "round 1: continue training, 4 steps at lr 0.0001" in out.stdout  # a state policy: train.lr (fast's)
     run = tmp_path / "outputs/improve/stack_hgdagger"
     rounds = json.loads((run / "rounds.json").read_text())
     assert [r["round"] for r in rounds] == [0, 1]
@@ -62,6 +63,7 @@ def test_bad_round_conditions_are_one_line_errors_naming_the_key(user_error):
         "improve", "disturbances=[shove]", *TINY)
     assert "data.start_spread: unknown start_spread 'middle'; valid: wide, medium, narrow" in user_error(
         "improve", "data.start_spread=middle", *TINY)
+    assert "train_lr must be > 0 (or null: the policy's own), got 0" in user_error("improve", "loop.train_lr=0", *TINY)
 
 
 def test_reversed_loop_learns_stack_from_reversed_unstack_episodes_only(run_cli, tmp_path):

@@ -32,13 +32,15 @@ def hgdagger_run(tmp_path_factory, run_cli_in):
     tmp = tmp_path_factory.mktemp("improve_pixels")
     collect_demos("bin_place", 2, tmp / "data/bin_place_demos_front_64.zarr", cameras=("front",), image_size=64,
                   progress_bar=False)
-    out = run_cli_in(tmp, "improve", "loop=hgdagger", "rounds=1", *PIXELS, timeout=600)
+    out = run_cli_in(tmp, "improve", "loop=hgdagger", "rounds=1", *PIXELS, "train.lr=1e-3", timeout=600)
     return tmp, out
 
 
 def test_a_pixel_policy_trains_on_an_operators_corrections_through_its_frame_encoder(hgdagger_run):
     tmp, out = hgdagger_run
     assert out.returncode == 0, out.stderr[-3000:]
+    # Continued, a pixel policy fine-tunes at its frame_pretraining.finetune_lr, not train.lr (1e-3 here).
+    assert "round 1: continue training, 4 steps at lr 0.0001" in out.stdout
     run = tmp / "outputs/improve/bin_place_hgdagger"
     collected = EpisodeStore.open(run / "collected.zarr", mode="r")
     assert collected.num_episodes == 2 and "images/front" in collected.keys  # the robot rendered its camera
@@ -59,9 +61,10 @@ def test_world_model_loop_fine_tunes_on_imagined_successes_and_evaluates_in_mujo
     VideoWorldModel(WorldModelConfig(image_size=64, block_out_channels=(16, 32), state_hidden=32)).save(tmp / "wm")
     starts = tmp / "data/bin_place_demos_front_64.zarr"
     args = ("improve", "loop=world_model", "rounds=1", *PIXELS, f"base_policy={base}", f"loop.world_model={tmp / 'wm'}",
-            f"loop.starts={starts}", "loop.episodes=3", "base_eval=false")
+            f"loop.starts={starts}", "loop.episodes=3", "base_eval=false", "loop.train_lr=3e-4")
     out = run_cli_in(tmp, *args, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
+    assert "round 1: continue training, 4 steps at lr 0.0003" in out.stdout  # loop.train_lr wins
     assert "3 episodes from imagined 1" in out.stdout and "round 1: 3 imagined rollouts" in out.stdout
     run = tmp / "outputs/improve/bin_place_world_model"
     with EpisodeStore.open(run / "collected.zarr", mode="r") as collected:
