@@ -18,8 +18,10 @@ It prints the parameters of each, the training step at batch 64 (ours: the real
 ``Trainer`` step with its sampler, fused AdamW, grad clipping, the LR schedule and EMA;
 LeRobot's: its policy's ``forward`` on a ready batch, backward, grad clipping and its
 optimizer preset, Adam) and the chunk latency at batch 1 (ours: ``predict_action_chunk``
-from raw observations, DDIM-10 and the MIP head's two passes; LeRobot's:
-``generate_actions`` on a ready batch, DDIM-10). The arms alternate rep by rep; ratios
+from raw observations, DDIM-10 and the MIP head's two passes, eager and with
+``compile_inference``, all with ``fast_inference``, the default; LeRobot's:
+``generate_actions`` on a ready batch, DDIM-10, and for the image configuration also with
+its encoder channels-last, as ``fast_inference`` runs ours). The arms alternate rep by rep; ratios
 are medians of the per-rep ratios with 95% bootstrap intervals.
 
 ``levers``: our training step plain, with ``torch.compile`` of the policy's forward, and
@@ -144,19 +146,27 @@ def bench_policy(name: str, args, tmp: Path) -> None:
     train_times: dict[str, list[float]] = {"ours": [], "lerobot": []}
     paired(train_times, args.steps, 3, {"ours": lambda: trainer._train_step(), "lerobot": their_step})
 
-    eval_ours = make_policy("diffusion", config, None).eval()
+    eval_ours = make_policy("diffusion", config, None).eval()  # fast_inference: matmul U-Net, channels-last encoder
     eval_ours.load_state_dict(mine.state_dict())
-    mip = make_policy("diffusion", config.with_changes(head="mip"), None).eval()
-    mip.load_state_dict(mine.state_dict())
+    mips = {}
+    for arm, compiled in (("ours MIP-2", False), ("ours MIP-2 compiled", True)):
+        mips[arm] = make_policy("diffusion", config.with_changes(head="mip", compile_inference=compiled), None).eval()
+        mips[arm].load_state_dict(mine.state_dict())
     other.eval()
     obs, their_obs = observation(config), their_batch(lr_config, 1, train=False)
     generator = torch.Generator().manual_seed(0)
-    chunk_times: dict[str, list[float]] = {"ours DDIM-10": [], "ours MIP-2": [], "lerobot DDIM-10": []}
+    arms = {"ours DDIM-10": lambda: eval_ours.predict_action_chunk(obs, generator=generator),
+            **{arm: (lambda p=p: p.predict_action_chunk(obs, generator=generator)) for arm, p in mips.items()},
+            "lerobot DDIM-10": lambda: other.diffusion.generate_actions(their_obs)}
+    if lr_config.image_features:  # LeRobot's encoder given the same channels-last layout as ours
+        their_cl = channels_last_copy(other)
+        arms["lerobot DDIM-10 channels-last"] = lambda: their_cl.diffusion.generate_actions(their_obs)
     with torch.no_grad():
-        paired(chunk_times, args.runs, 5, {
-            "ours DDIM-10": lambda: eval_ours.predict_action_chunk(obs, generator=generator),
-            "ours MIP-2": lambda: mip.predict_action_chunk(obs, generator=generator),
-            "lerobot DDIM-10": lambda: other.diffusion.generate_actions(their_obs)})
+        t0 = time.perf_counter()
+        mips["ours MIP-2 compiled"].predict_action_chunk(obs, generator=generator)
+        print(f"  (compile_inference: the first chunk compiled in {time.perf_counter() - t0:.0f} s)")
+        chunk_times: dict[str, list[float]] = {arm: [] for arm in arms}
+        paired(chunk_times, args.runs, 5, arms)
 
     ms = lambda t: 1000 * statistics.median(t)  # noqa: E731
     print(f"  training step, batch 64 ({args.steps} steps each, interleaved)")
@@ -165,7 +175,19 @@ def bench_policy(name: str, args, tmp: Path) -> None:
     print(f"  chunk latency, batch 1 ({args.runs} chunks each, interleaved)")
     base = chunk_times["lerobot DDIM-10"]
     for arm, times in chunk_times.items():
-        print(f"    {arm:<16} p50 {ms(times):7.1f} ms   / LeRobot DDIM-10 {ratio_text(times, base)}")
+        print(f"    {arm:<30} p50 {ms(times):7.1f} ms   / LeRobot DDIM-10 {ratio_text(times, base)}")
+
+
+def channels_last_copy(policy: LeRobotPolicy) -> LeRobotPolicy:
+    """A copy of LeRobot's policy whose image encoder keeps weights and inputs channels-last."""
+    import copy
+
+    other = copy.deepcopy(policy).eval()
+    encoder = other.diffusion.rgb_encoder
+    encoder.to(memory_format=torch.channels_last)
+    encoder.register_forward_pre_hook(
+        lambda _module, inputs: (inputs[0].contiguous(memory_format=torch.channels_last), *inputs[1:]))
+    return other
 
 
 def our_trainer(name: str, args, tmp: Path, label: str) -> Trainer:

@@ -1,4 +1,5 @@
-"""The U-Net's fast inference path (``fast_inference``, ``MatmulConv1d``) gives the plain path's actions."""
+"""The fast inference path (``fast_inference``: the U-Net's ``MatmulConv1d``, the image encoders channels-last)
+gives the plain path's actions."""
 
 import warnings
 from pathlib import Path
@@ -14,6 +15,7 @@ from torch.profiler import profile
 from robot_learn.policies import DiffusionConfig, make_policy
 from robot_learn.policies.checkpoint import load_policy
 from robot_learn.policies.diffusion.matmul_conv import MatmulConv1d
+from robot_learn.policies.vision_encoder import VisionEncoder
 from robot_learn.training.frame_pretraining import with_scene_labels
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -191,3 +193,38 @@ def test_compiled_denoiser_gives_the_plain_paths_actions_and_sees_parameter_upda
     assert not torch.allclose(plain, compiled, atol=1e-3)
     torch._dynamo.reset()
 
+
+
+def backbone_convs(policy) -> list[torch.nn.Conv2d]:
+    return [m for e in policy.modules() if isinstance(e, VisionEncoder) for m in e.backbone.modules()
+            if isinstance(m, torch.nn.Conv2d)]
+
+
+@pytest.mark.parametrize("name", ["diffusion_image", "diffusion_pixels"])
+def test_fast_inference_runs_the_image_encoders_channels_last_in_eval_mode_only(name, tmp_path):
+    policy = preset_policy(name)  # eval mode, fast_inference on
+    convs = backbone_convs(policy)
+    assert convs and all(c.weight.is_contiguous(memory_format=torch.channels_last) for c in convs)
+    assert not all(c.weight.is_contiguous() for c in convs)  # really reordered, not 1x1 stems only
+    params = list(policy.parameters())
+    obs = random_obs(policy, 1)
+    fast = chunk(policy, obs)
+    policy.save(tmp_path)  # channels-last weights save as contiguous tensors
+    torch.testing.assert_close(chunk(load_policy(tmp_path).eval(), obs), fast, rtol=1e-5, atol=1e-5)
+    # Training mode puts every weight back in its usual order, as the same Parameter objects, so an
+    # optimizer built before keeps working (fused AdamW needs the state's layout to match).
+    policy.train()
+    assert all(c.weight.is_contiguous() for c in convs)
+    assert all(a is b for a, b in zip(params, policy.parameters()))
+    optimizer = torch.optim.AdamW(params, lr=1e-3, fused=True)
+    for p in params:
+        p.grad = torch.ones_like(p)
+    optimizer.step()
+    policy.eval()
+    for p in params:
+        p.grad = torch.ones_like(p)
+    policy.train()
+    optimizer.step()
+    assert not torch.allclose(chunk(policy.eval(), obs), fast, atol=1e-4)  # the updates reached the weights
+    policy.set_fast_inference(False)
+    assert all(c.weight.is_contiguous() for c in convs)
