@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Iterator, Sequence
 
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from robot_learn.cli.hydra_app import run_hydra_app
-from robot_learn.cli.settings import device_setting, eval_settings
+from robot_learn.cli.settings import device_setting, eval_settings, setting
 
 GUIDES = ("none", "pcg")
 
@@ -47,8 +48,12 @@ def eval_app(cfg: DictConfig) -> int:
 
         predict = load_phase_guide(guide[0], policy, task, guide[1])
     out_dir = Path(cfg.out_dir or HydraConfig.get().runtime.output_dir)
-    result = evaluate(policy, task, out_dir=out_dir, progress_bar=True, **settings.evaluate_kwargs(),
-                      **video_cameras(task), predict=predict)
+    with saved_episodes(cfg) as store:
+        result = evaluate(policy, task, out_dir=out_dir, progress_bar=True, **settings.evaluate_kwargs(),
+                          **video_cameras(task), predict=predict, save_to=store,
+                          save_meta={"policy_id": str(cfg.checkpoint)})
+        if store is not None:
+            print(f"{len(result.episodes)} episodes appended to {store.path} ({store.num_episodes} in it now)")
     paths = write_report(result, out_dir, title=f"Evaluation of {cfg.checkpoint} on {task}",
                          extra={"checkpoint": str(resolve_policy_dir(cfg.checkpoint)),
                                 "policy": {"type": policy.name},
@@ -60,6 +65,22 @@ def eval_app(cfg: DictConfig) -> int:
         print(f"pcg guided {predict.guided_chunks} of {predict.chunks} chunks")
     print(f"report: {paths['markdown']}")
     return 0
+
+
+@contextlib.contextmanager
+def saved_episodes(cfg: DictConfig) -> Iterator[Any]:
+    """The store ``save_episodes`` names, open for appending (created if missing), or None."""
+    from robot_learn.data import EpisodeStore
+
+    path = setting(cfg, "save_episodes", str, optional=True)
+    if path is None:
+        yield None
+        return
+    store = EpisodeStore.open_or_create(path)
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def overridden(key: str) -> bool:
@@ -83,7 +104,6 @@ def set_execute_horizon(policy, cfg: DictConfig) -> None:
     """Replan every ``execute_horizon`` actions instead of the checkpoint's (null keeps it);
     CLIError naming the key and the valid range when the chunk is too short."""
     from robot_learn.cli.hydra_app import CLIError
-    from robot_learn.cli.settings import setting
     from robot_learn.policies.config_checks import longest_execute_horizon
 
     steps = setting(cfg, "execute_horizon", int, minimum=1, optional=True)
@@ -103,7 +123,6 @@ def set_sampler(policy, cfg: DictConfig) -> None:
     discrete-diffusion VLA ``sampler_steps`` is its decoding rounds K. CLIError naming the key
     and the valid choices."""
     from robot_learn.cli.hydra_app import CLIError
-    from robot_learn.cli.settings import setting
     from robot_learn.policies.diffusion.configuration_diffusion import INFERENCE_SCHEDULERS
     from robot_learn.policies.diffusion.mip_head import MIP_SAMPLER
 
@@ -130,8 +149,6 @@ def set_compile(policy, cfg: DictConfig) -> None:
     (``compile_inference``: the diffusion denoiser or the VLA's decoding rounds, and the frame
     encoder), false runs them eagerly, null keeps the checkpoint's setting."""
     from robot_learn.cli.hydra_app import CLIError
-    from robot_learn.cli.settings import setting
-
     enabled = setting(cfg, "compile", bool, optional=True)
     if enabled is None:
         return
@@ -147,7 +164,6 @@ def set_compile(policy, cfg: DictConfig) -> None:
 def guide_settings(cfg: DictConfig) -> tuple[str, object] | None:
     """``(guide_dir, PCGSettings)`` for ``guide=pcg``, None for ``guide=none``; CLIError naming the key."""
     from robot_learn.cli.hydra_app import CLIError
-    from robot_learn.cli.settings import setting
     from robot_learn.policies.diffusion.phase_guidance import PCGSettings
 
     if setting(cfg, "guide", str, choices=GUIDES) == "none":

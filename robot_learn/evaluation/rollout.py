@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from robot_learn.evaluation.recording import EpisodeSaver
 from robot_learn.evaluation.results import EpisodeResult, EvalResult
 from robot_learn.evaluation.videos import tile_cameras, write_video
 from robot_learn.policies import check_compatible
@@ -110,7 +111,8 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
              max_steps: int | None = None, *, image_size: int | None = None,
              vectorization: str = "auto", video_cameras: Sequence[str] = VIDEO_CAMERAS,
              fps: int = 10, progress_bar: bool = False,
-             generator_seed: int | None = 0, conditions: Any = None, predict: Any = None) -> EvalResult:
+             generator_seed: int | None = 0, conditions: Any = None, predict: Any = None,
+             save_to: Any = None, save_meta: dict[str, Any] | None = None) -> EvalResult:
     """Roll ``policy`` out on ``episodes`` held-out seeds ``seed, seed+1, ...`` of ``task``.
 
     ``workers`` sub-envs step together (``vectorization``: ``"auto"`` is an
@@ -125,7 +127,10 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
     defaults) sets the start spread and disturbances; each episode's disturbances are
     counted in its result. ``predict`` (e.g. a guided sampler such as PCG's) plans the
     policy's chunks in place of ``predict_action_chunk`` (``select_action(predict=...)``);
-    its ``reset()``, if it has one, runs at each wave's start.
+    its ``reset()``, if it has one, runs at each wave's start. ``save_to`` (an
+    :class:`~robot_learn.data.EpisodeStore` open for appending) receives every episode as
+    :class:`~robot_learn.evaluation.recording.EpisodeSaver` records it, with ``save_meta``
+    (e.g. ``policy_id``) in each episode's meta.
     """
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
@@ -146,6 +151,7 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
         generator = torch.Generator(device=policy.device).manual_seed(generator_seed)
 
     results: list[EpisodeResult | None] = [None] * episodes
+    saver = None if save_to is None else EpisodeSaver(save_to, task, cams, save_meta)
     env_sets: dict[tuple[str, ...], gym.vector.VectorEnv] = {}
 
     def envs_for(cameras: tuple[str, ...]) -> gym.vector.VectorEnv:
@@ -174,7 +180,7 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
             wave_seeds = [seed + wave + k for k in range(num_envs)]
             envs = envs_for(video_cams if wave < videos else cams)
             _run_wave(policy, envs, wave_seeds, idx, results, videos, video_cameras,
-                      generator, out_dir, fps, predict)
+                      generator, out_dir, fps, predict, saver)
             bar.update(len(idx))
         bar.close()
     finally:
@@ -197,10 +203,12 @@ def evaluate(policy: Any, task: str, episodes: int = 50, seed: int = EVAL_SEED,
 def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
               idx: list[int], results: list, videos: int, video_cameras: Sequence[str],
               generator: torch.Generator | None, out_dir: str | Path | None, fps: int,
-              predict: Any = None) -> None:
+              predict: Any = None, saver: EpisodeSaver | None = None) -> None:
     """Run one wave of episodes and fill ``results`` at positions ``idx``."""
     n = envs.num_envs
-    obs, _ = envs.reset(seed=wave_seeds)
+    obs, reset_info = envs.reset(seed=wave_seeds)
+    if saver is not None:
+        saver.start(obs, reset_info, n)
     policy.reset()
     if hasattr(predict, "reset"):
         predict.reset()
@@ -224,7 +232,10 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
             steer = {} if predict is None else {"predict": predict}  # plain policies need not take it
             action = policy.select_action(vector_policy_obs(obs, needed, n), generator=generator, **steer)
             action = action.detach().cpu().numpy().astype(np.float32)
-            obs, _, terminated, truncated, info = envs.step(action)
+            seen = obs
+            obs, reward, terminated, truncated, info = envs.step(action)
+            if saver is not None:
+                saver.step(seen, action, reward, info, active)
             ended = np.asarray(terminated) | np.asarray(truncated)
             for k in np.flatnonzero(active):
                 length[k] += 1
@@ -243,6 +254,8 @@ def _run_wave(policy: Any, envs: gym.vector.VectorEnv, wave_seeds: list[int],
             if ended.any() and active.any():
                 # Keep finished envs valid (DISABLED autoreset) until the wave ends.
                 obs, _ = envs.reset(seed=wave_seeds, options={"reset_mask": ended.copy()})
+    if saver is not None:
+        saver.finish(wave_seeds, success, len(idx))
     for k, ep in enumerate(idx):
         video = None
         if k in frames and out_dir is not None:
