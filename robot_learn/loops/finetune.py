@@ -76,9 +76,11 @@ def finetune(ctx: Any, cfg: Any, r: int, policy_dir: Path, parts: Mapping[str, A
 
 def round_lr(cfg: Any, policy: Any, train_lr: float) -> float:
     """The round's learning rate: ``cfg.train_lr`` when set; else a continued policy with a
-    frame encoder fine-tunes at its ``frame_pretraining.finetune_lr`` (its last training phase's
-    rate; at train.lr's 1e-3 a round with no new data took a pixel policy from 39% to 24% over
-    200 paired seeds, at 1e-4 to 36%: docs/benchmarks.md), and anything else at ``train_lr``."""
+    frame encoder fine-tunes at its ``frame_pretraining.finetune_lr`` (1e-4 unless set), and
+    anything else at ``train_lr``. The evidence is one diffusion pixel policy (front 64 px, frozen
+    encoder, no end-to-end phase): at train.lr's 1e-3 a round with no new data took it from 39% to
+    24% over 200 paired seeds, at 1e-4 to 36% (docs/benchmarks.md). The pixel VLA's rounds have
+    not been measured at either rate; the lower one is the cautious choice for a trained policy."""
     from robot_learn.policies.frame_encoder import FramePretrainConfig
 
     if cfg.train_lr is not None:

@@ -5,9 +5,9 @@ TINY = ["train=fast", "base_train_steps=4", "loop.episodes=2", "loop.train_steps
 
 
 def test_one_round_of_improve_runs_on_cpu_writes_reports_and_resumes(run_cli, tmp_path):
-    out = run_cli("improve", "loop=hgdagger", "rounds=1", *TINY, timeout=300)
+    out = run_cli("improve", "loop=hgdagger", "rounds=1", *TINY, "train.lr=1e-3", timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "round 1: continue training, 4 steps at lr 0.0001" in out.stdout  # a state policy: train.lr (fast's)
+    assert "round 1: continue training, 4 steps at lr 0.001" in out.stdout  # a state policy: train.lr
     run = tmp_path / "outputs/improve/stack_hgdagger"
     rounds = json.loads((run / "rounds.json").read_text())
     assert [r["round"] for r in rounds] == [0, 1]
@@ -20,7 +20,7 @@ def test_one_round_of_improve_runs_on_cpu_writes_reports_and_resumes(run_cli, tm
     assert "| 1 |" in (run / "rounds.md").read_text()
     # A killed round resumes: drop round 1's report, keep its episodes; rerun adds none.
     (run / "round_01/report.json").unlink()
-    again = run_cli("improve", "loop=hgdagger", "rounds=1", *TINY, timeout=300)
+    again = run_cli("improve", "loop=hgdagger", "rounds=1", *TINY, "train.lr=1e-3", timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     rounds = json.loads((run / "rounds.json").read_text())
     assert rounds[1]["collected_episodes"] == 2
