@@ -15,9 +15,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from robot_learn.data import EpisodeRecorder
+from robot_learn.envs.demos import DEFAULT_OBS_KEYS, OPTIONAL_OBS_KEYS
 
-LOW_DIM_KEYS = ("state", "env_state", "objects")
-DEMO_KEYS = ("state", "env_state")  # what collect_demos records by default: rollouts append to demo stores
+# collect_demos records DEFAULT_OBS_KEYS unless asked for more: rollouts append to demo stores
+LOW_DIM_KEYS = (*DEFAULT_OBS_KEYS, *OPTIONAL_OBS_KEYS)
 
 
 class EpisodeSaver:
@@ -31,7 +32,7 @@ class EpisodeSaver:
     def start(self, obs: Mapping[str, Any], info: Mapping[str, Any], num_envs: int) -> None:
         """A wave began with ``obs`` (and the reset's ``info``) from every sub-env."""
         # A new store gets the demos' keys; an existing one the low-dim keys it already holds.
-        wanted = [k for k in LOW_DIM_KEYS if k in self.store.keys] if self.store.num_episodes else DEMO_KEYS
+        wanted = [k for k in LOW_DIM_KEYS if k in self.store.keys] if self.store.num_episodes else DEFAULT_OBS_KEYS
         keys = tuple(k for k in wanted if k in obs)
         if not self.saved and self.store.num_episodes:
             self._check_fits(obs, keys)
