@@ -18,16 +18,15 @@ import sys
 from pathlib import Path
 
 from robot_learn.data import EpisodeStore
+from robot_learn.loops.aggregation import write_selection
 
-META = ("task", "instruction", "success", "seed", "source", "policy_id")
 
-
-def copy_episode(source: EpisodeStore, index: int, keys: tuple[str, ...], out: EpisodeStore) -> bool:
-    start, end = source.episode_range(index)
-    steps = {key: source.read(key, start, end) for key in keys}
-    meta = {field: source.meta[field][index].item() for field in META if field in source.meta}
-    out.append_episode(steps, meta)
-    return bool(meta.get("success", False))
+def copy_episodes(out: EpisodeStore, store: EpisodeStore, episodes: range, source: str,
+                  keys: tuple[str, ...]) -> int:
+    """Append ``episodes`` of ``store`` whole to ``out``; returns how many of them succeeded."""
+    whole = {e: [(0, store.episode_range(e)[1] - store.episode_range(e)[0])] for e in episodes}
+    write_selection(out, store, whole, source, keys)
+    return int(store.meta["success"][list(episodes)].sum())
 
 
 def main() -> None:
@@ -51,13 +50,12 @@ def main() -> None:
     train = expert.num_episodes - args.held_out
     out = EpisodeStore.open_or_create(args.out)
     try:
-        wins = sum(copy_episode(expert, i, keys, out) for i in range(train))
+        wins = copy_episodes(out, expert, range(train), "demo", keys)
         print(f"expert: {train} training episodes, {wins} successful")
         for path, store in zip(args.rollouts, sources):
-            wins = sum(copy_episode(store, i, keys, out) for i in range(store.num_episodes))
+            wins = copy_episodes(out, store, range(store.num_episodes), "rollout", keys)
             print(f"{path}: {store.num_episodes} episodes, {wins} successful")
-        for i in range(train, expert.num_episodes):
-            copy_episode(expert, i, keys, out)
+        copy_episodes(out, expert, range(train, expert.num_episodes), "demo", keys)
         print(f"expert: {args.held_out} held-out episodes last; {out.num_episodes} episodes in {args.out}")
     finally:
         out.close()
