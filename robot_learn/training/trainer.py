@@ -292,11 +292,11 @@ class Trainer:
     def _sync_ema_policy(self) -> None:
         """Make ``ema_policy`` hold the EMA parameters and the live policy's buffers."""
         with torch.no_grad():
-            if self.ema is not None:
-                self.ema.copy_to(self.ema_policy.parameters())
-            else:
-                for dst, src in zip(self.ema_policy.parameters(), self.policy.parameters()):
-                    dst.copy_(src)
+            # copy_, not EMAModel.copy_to (it writes through .data): the version counters move, so a
+            # compile_inference graph holding frozen weights (CompiledCall) compiles afresh.
+            sources = self.ema.shadow_params if self.ema is not None else self.policy.parameters()
+            for dst, src in zip(self.ema_policy.parameters(), sources):
+                dst.copy_(src)
             # Buffers (normalisers) are not averaged: they are fixed data statistics.
             for dst, src in zip(self.ema_policy.buffers(), self.policy.buffers()):
                 dst.copy_(src)

@@ -36,3 +36,15 @@ def test_each_implementation_takes_the_same_steps(store, tmp_path, one_torch_thr
 
 def test_fused_is_the_default():
     assert TrainConfig().optimizer_impl == "fused"
+
+
+def test_the_ema_policy_sync_moves_the_version_counters(store, tmp_path):
+    """``_sync_ema_policy`` copies with ``copy_`` (EMAModel.copy_to writes through ``.data``), so a
+    compile_inference graph holding frozen weights (CompiledCall) sees the new EMA weights."""
+    trainer = _train(store, tmp_path / "ema", "fused")
+    params = list(trainer.ema_policy.parameters())
+    before = [p._version for p in params]
+    trainer._sync_ema_policy()
+    assert all(p._version > v for p, v in zip(params, before))  # every parameter, not only the buffers
+    for param, shadow in zip(trainer.ema_policy.parameters(), trainer.ema.shadow_params):
+        torch.testing.assert_close(param, shadow)

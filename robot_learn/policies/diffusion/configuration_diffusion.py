@@ -96,8 +96,8 @@ class DiffusionConfig:
     # the U-Net's convolutions as matrix products in eval mode (same actions, faster at small
     # batches on CPU; MatmulConv1d). Training is unaffected.
     fast_inference: bool = True
-    # torch.compile the denoiser for inference (CompiledCall): faster again, but the first
-    # chunk compiles (about 50 s on 2 cores) and it needs a C++ compiler; eager after one warning if not.
+    # torch.compile the denoiser and the image encoders (weights frozen in) for inference
+    # (CompiledCall): faster again, but the first chunk compiles (about 50 s on 2 cores) and it needs a C++ compiler; eager after one warning if not.
     compile_inference: bool = False
     # pixels through a pretrained, frozen frame encoder (FrameEncoderConfig / FramePretrainConfig
     # as dicts; empty: none). Its output is the low-dim key "features", added to state_dims.

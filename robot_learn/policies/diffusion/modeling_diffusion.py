@@ -172,7 +172,8 @@ class DiffusionPolicy(Policy):
 
     def set_fast_inference(self, enabled: bool, compile: bool | None = None) -> None:
         """Switch the U-Net's matmul inference path (config ``fast_inference``) and, when ``compile``
-        is given, torch.compile of the denoiser (``compile_inference``); same actions either way."""
+        is given, torch.compile of the denoiser and the image encoders (``compile_inference``);
+        same actions either way."""
         compile_inference = self.config.compile_inference if compile is None else bool(compile)
         self.config = self.config.with_changes(fast_inference=bool(enabled), compile_inference=compile_inference)
         set_matmul_inference(self.denoiser, enabled)
@@ -271,7 +272,8 @@ class DiffusionPolicy(Policy):
     def encode(self, obs: Obs) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Observation features ``[B, obs_horizon, D]`` and text features (or None) that condition
         the denoiser; samplers built on :meth:`denoise` encode once and sample many times."""
-        obs_features, text_features = self.obs_encoder(self.with_frame_features(obs))
+        obs_features, text_features = self.obs_encoder(self.with_frame_features(obs),
+                                                       compiled=self.config.compile_inference)
         if obs_features.shape[1] != self.obs_horizon:
             raise ValueError(f"observations must have obs_horizon={self.obs_horizon} steps, got {obs_features.shape[1]}")
         return obs_features, text_features
