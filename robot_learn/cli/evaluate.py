@@ -146,8 +146,8 @@ def set_sampler(policy, cfg: DictConfig) -> None:
 
 def set_compile(policy, cfg: DictConfig) -> None:
     """``compile``: true runs the policy's network calls through ``torch.compile``
-    (``compile_inference``: the diffusion denoiser or the VLA's decoding rounds, and the frame
-    encoder), false runs them eagerly, null keeps the checkpoint's setting."""
+    (``compile_inference``: the diffusion denoiser and image encoders or the VLA's decoding rounds,
+    and the frame encoder), false runs them eagerly, null keeps the checkpoint's setting."""
     from robot_learn.cli.hydra_app import CLIError
     enabled = setting(cfg, "compile", bool, optional=True)
     if enabled is None:
