@@ -181,7 +181,7 @@ class FrameEncoder(nn.Module):
         self.register_buffer("label_mean", torch.zeros(n_labels))
         self.register_buffer("label_std", torch.ones(n_labels))
         self.decoder = _FrameDecoder(config) if config.signal == "autoencoder" else None
-        self.compiled_readout = CompiledCall(self._readout, "the frame encoder", frozen=True)  # encode(..., compiled=True)
+        self.compiled_readout = CompiledCall(self._readout, "the frame encoder")  # encode(..., compiled=True)
 
     @property
     def out_dim(self) -> int:

@@ -8,7 +8,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from robot_learn.policies.compiled_call import CompiledCall
 from robot_learn.policies.state_encoder import StateEncoder
 from robot_learn.policies.text_encoder import TextEncoder, batch_instructions
 from robot_learn.policies.vision_encoder import VisionEncoder
@@ -58,10 +57,6 @@ class ObservationEncoder(nn.Module):
 
         names = ("shared",) if share_vision_encoder and self.camera_names else self.camera_names
         self.vision_encoders = nn.ModuleDict({name: vision() for name in names})
-        # forward(compiled=True) in eval mode (a policy's compile_inference): the encoders through
-        # torch.compile with their weights frozen in, when autograd is off (CompiledCall)
-        self.compiled_vision = {name: CompiledCall(encoder, f"image encoder {name!r}", frozen=True)
-                                for name, encoder in self.vision_encoders.items()}
         self.text_encoder = text_encoder
         self.step_dim = (state_feature_dim if state_dims else 0) + len(self.camera_names) * vision_feature_dim
         self.text_dim = text_encoder.out_dim if text_encoder is not None else 0
@@ -69,7 +64,7 @@ class ObservationEncoder(nn.Module):
 
     def forward(self, obs: Mapping[str, Any], compiled: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Per-step features ``[B, To, step_dim]`` and the text features (or None); ``compiled``
-        runs the image encoders through ``torch.compile`` in eval mode (``compiled_vision``)."""
+        runs the image encoders through ``torch.compile`` in eval mode (``VisionEncoder.compiled_forward``)."""
         compiled = compiled and not self.training
         parts = []
         if self.state_encoder is not None:
@@ -83,8 +78,8 @@ class ObservationEncoder(nn.Module):
                 if camera not in images:
                     raise ValueError(f"observation lacks camera '{camera}'; it has {sorted(images)}")
                 frames = images[camera]  # [B, To, H, W, 3] uint8
-                name = "shared" if self.share_vision_encoder else camera
-                encoder = self.compiled_vision[name] if compiled else self.vision_encoders[name]
+                encoder = self.vision_encoders["shared" if self.share_vision_encoder else camera]
+                encoder = encoder.compiled_forward if compiled else encoder
                 cond = text_features.repeat_interleave(frames.shape[1], dim=0) if self.vision_film else None
                 features = encoder(frames.reshape(-1, *frames.shape[2:]), cond)
                 parts.append(features.reshape(frames.shape[0], frames.shape[1], -1))

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from robot_learn.policies.compiled_call import CompiledCall
 from robot_learn.policies.image_crop import CroppingImageModule
 
 
@@ -143,6 +144,9 @@ class VisionEncoder(CroppingImageModule):
             self.head = nn.Sequential(nn.Linear(2 * num_keypoints, out_dim), nn.Mish())
         self.out_dim = int(out_dim)
         self.channels_last = False  # set_channels_last: the backbone's weights and input channels-last
+        # this encoder through torch.compile with its weights frozen in, for inference with autograd
+        # off (a diffusion policy's compile_inference; CompiledCall)
+        self.compiled_forward = CompiledCall(self, "the image encoder", frozen=True)
 
     def forward(self, images: torch.Tensor, cond: torch.Tensor | None = None) -> torch.Tensor:
         """``images`` uint8 ``[N, H, W, 3]``; ``cond`` ``[N, cond_dim]`` when built with ``cond_dim > 0``."""

@@ -295,7 +295,7 @@ class Trainer:
             # copy_, not EMAModel.copy_to (it writes through .data): the version counters move, so a
             # compile_inference graph holding frozen weights (CompiledCall) compiles afresh.
             sources = self.ema.shadow_params if self.ema is not None else self.policy.parameters()
-            for dst, src in zip(self.ema_policy.parameters(), sources):
+            for dst, src in zip(self.ema_policy.parameters(), sources, strict=True):
                 dst.copy_(src)
             # Buffers (normalisers) are not averaged: they are fixed data statistics.
             for dst, src in zip(self.ema_policy.buffers(), self.policy.buffers()):
@@ -378,7 +378,7 @@ class Trainer:
             if state.get("ema") is not None:
                 self.ema.load_state_dict(state["ema"])
             with torch.no_grad():
-                for shadow, param in zip(self.ema.shadow_params, self.ema_policy.parameters()):
+                for shadow, param in zip(self.ema.shadow_params, self.ema_policy.parameters(), strict=True):
                     shadow.copy_(param)
         self.step = int(state["step"])
         self._elapsed_before = float(state.get("elapsed_s", 0.0))

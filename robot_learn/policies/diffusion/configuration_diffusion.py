@@ -97,7 +97,9 @@ class DiffusionConfig:
     # batches on CPU; MatmulConv1d). Training is unaffected.
     fast_inference: bool = True
     # torch.compile the denoiser and the image encoders (weights frozen in) for inference
-    # (CompiledCall): faster again, but the first chunk compiles (about 50 s on 2 cores) and it needs a C++ compiler; eager after one warning if not.
+    # (CompiledCall): faster again, but the first chunk compiles (5-60 s on 2 cores, less with
+    # inductor's on-disk cache warm), new weights compile the encoders again, and it needs a C++
+    # compiler; eager after one warning if not.
     compile_inference: bool = False
     # pixels through a pretrained, frozen frame encoder (FrameEncoderConfig / FramePretrainConfig
     # as dicts; empty: none). Its output is the low-dim key "features", added to state_dims.
