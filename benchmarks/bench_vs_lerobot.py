@@ -21,11 +21,15 @@ optimizer preset, Adam) and the chunk latency at batch 1 (ours: ``predict_action
 from raw observations, DDIM-10 and the MIP head's two passes, eager and with
 ``compile_inference``, all with ``fast_inference``, the default; LeRobot's:
 ``generate_actions`` on a ready batch, DDIM-10, and for the image configuration also with
-its encoder channels-last, as ``fast_inference`` runs ours). The arms alternate rep by rep; ratios
-are medians of the per-rep ratios with 95% bootstrap intervals.
+its encoder channels-last, as ``fast_inference`` runs ours). On a CPU with native bf16
+(AVX512-BF16 or AMX) the training steps also run under bf16 autocast in both projects: ours
+with ``train.cpu_amp``, LeRobot's under the same ``torch.autocast`` its ``use_amp`` opens. The
+arms alternate rep by rep; ratios are medians of the per-rep ratios with 95% bootstrap
+intervals.
 
-``levers``: our training step plain, with ``torch.compile`` of the policy's forward, and
-(image) with the weights in channels-last memory format, interleaved.
+``levers``: our training step plain, with ``torch.compile`` of the policy's forward,
+(image) with the weights in channels-last memory format, and (native-bf16 CPUs) with
+``train.cpu_amp``, interleaved.
 
 ``loader``: windows/s on the same episodes (one camera, windows of 2 frames + 16
 actions, batch 64, one process): our ``WindowSampler`` cached, out of core with its
@@ -63,6 +67,7 @@ from bench_train import build_store, paired_ratio_text  # noqa: E402
 from robot_learn.data import WindowSampler  # noqa: E402
 from robot_learn.policies import diffusion_image_config, diffusion_state_config, make_policy  # noqa: E402
 from robot_learn.training import Trainer, TrainConfig, build_policy_for_view  # noqa: E402
+from robot_learn.training.precision import cpu_runs_bf16  # noqa: E402
 
 UNET = dict(down_dims=[64, 128, 256], kernel_size=5, timestep_embed_dim=128, action_horizon=16,
             num_train_timesteps=100, inference_scheduler="ddim", num_inference_steps=10)
@@ -134,17 +139,25 @@ def bench_policy(name: str, args, tmp: Path) -> None:
     optimizer = preset.build(other.get_optim_params())
     train_batch = their_batch(lr_config, 64, train=True)
 
-    def their_step() -> None:
-        loss, _ = other.forward(train_batch)
+    def their_step(policy: LeRobotPolicy, opt: torch.optim.Optimizer, bf16: bool) -> None:
+        # LeRobot's own mixed precision (its train script's use_amp) is this autocast on the CPU
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss, _ = policy.forward(train_batch)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(other.parameters(), preset.grad_clip_norm)
-        optimizer.step()
-        optimizer.zero_grad()
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), preset.grad_clip_norm)
+        opt.step()
+        opt.zero_grad()
 
     count = lambda m: sum(p.numel() for p in m.parameters()) / 1e6  # noqa: E731
     print(f"\n[{name}] parameters: ours {count(mine):.2f} M, LeRobot {count(other):.2f} M")
-    train_times: dict[str, list[float]] = {"ours": [], "lerobot": []}
-    paired(train_times, args.steps, 3, {"ours": lambda: trainer._train_step(), "lerobot": their_step})
+    steps = {"ours": trainer._train_step, "lerobot": lambda: their_step(other, optimizer, False)}
+    if cpu_runs_bf16():  # both projects' bf16 autocast, where the CPU runs bf16 natively
+        steps["ours bf16"] = our_trainer(name, args, tmp, "ours_bf16", cpu_amp=True)._train_step
+        other_bf16 = LeRobotPolicy(lr_config).train()
+        optimizer_bf16 = preset.build(other_bf16.get_optim_params())
+        steps["lerobot bf16"] = lambda: their_step(other_bf16, optimizer_bf16, True)
+    train_times: dict[str, list[float]] = {arm: [] for arm in steps}
+    paired(train_times, args.steps, 3, steps)
 
     eval_ours = make_policy("diffusion", config, None).eval()  # fast_inference: matmul U-Net, channels-last encoder
     eval_ours.load_state_dict(mine.state_dict())
@@ -172,6 +185,11 @@ def bench_policy(name: str, args, tmp: Path) -> None:
     print(f"  training step, batch 64 ({args.steps} steps each, interleaved)")
     print(f"    ours {ms(train_times['ours']):.1f} ms, LeRobot {ms(train_times['lerobot']):.1f} ms; "
           f"LeRobot / ours (throughput ratio) {ratio_text(train_times['lerobot'], train_times['ours'])}")
+    if "ours bf16" in train_times:
+        bf16, their_bf16 = train_times["ours bf16"], train_times["lerobot bf16"]
+        print(f"    bf16 autocast: ours {ms(bf16):.1f} ms, LeRobot {ms(their_bf16):.1f} ms; throughput ratios: "
+              f"ours bf16 over LeRobot fp32 (its default) {ratio_text(train_times['lerobot'], bf16)}, "
+              f"ours bf16 over LeRobot bf16 {ratio_text(their_bf16, bf16)}")
     print(f"  chunk latency, batch 1 ({args.runs} chunks each, interleaved)")
     base = chunk_times["lerobot DDIM-10"]
     for arm, times in chunk_times.items():
@@ -190,7 +208,7 @@ def channels_last_copy(policy: LeRobotPolicy) -> LeRobotPolicy:
     return other
 
 
-def our_trainer(name: str, args, tmp: Path, label: str) -> Trainer:
+def our_trainer(name: str, args, tmp: Path, label: str, cpu_amp: bool = False) -> Trainer:
     config, obs_keys = ours(name)
     store = build_store(tmp / f"{name}_{label}.zarr", 40, 100, ("front",) if name == "image" else ())
     torch.manual_seed(0)
@@ -199,7 +217,7 @@ def our_trainer(name: str, args, tmp: Path, label: str) -> Trainer:
                             action_horizon=config.action_horizon, batch_size=64, seed=0)
     return Trainer(policy, sampler, TrainConfig(steps=10**6, batch_size=64, warmup_steps=10, progress_bar=False,
                                                 out_dir=str(tmp / f"{name}_{label}"), device="cpu",
-                                                num_threads=args.threads))
+                                                num_threads=args.threads, cpu_amp=cpu_amp))
 
 
 def bench_levers(name: str, args, tmp: Path) -> None:
@@ -209,6 +227,8 @@ def bench_levers(name: str, args, tmp: Path) -> None:
     if name == "image":
         trainers["channels-last"] = our_trainer(name, args, tmp, "channels_last")
         trainers["channels-last"].policy.to(memory_format=torch.channels_last)
+    if cpu_runs_bf16():
+        trainers["cpu_amp (bf16)"] = our_trainer(name, args, tmp, "bf16", cpu_amp=True)
     for label, trainer in trainers.items():
         t0 = time.perf_counter()
         trainer._train_step()  # compiles

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from robot_learn.policies.mish import Mish
 from robot_learn.policies.normalizer import MinMaxNormalizer
 
 
@@ -41,7 +42,7 @@ class StateEncoder(nn.Module):
         layers: list[nn.Module] = []
         width = sum(self.dims.values())
         for hidden in hidden_dims:
-            layers += [nn.Linear(width, hidden), nn.Mish()]
+            layers += [nn.Linear(width, hidden), Mish()]
             width = hidden
         layers.append(nn.Linear(width, out_dim))
         self.mlp = nn.Sequential(*layers)

@@ -104,7 +104,10 @@ class TrainConfig:
     out_dir: str = "outputs/train"
     seed: int = 0
     device: str = "auto"  # auto -> cuda if available else cpu
-    amp: bool = True  # bf16 autocast, used on CUDA only (CPU always trains in fp32)
+    amp: bool = True  # bf16 autocast on CUDA
+    # bf16 autocast on the CPU, where it runs bf16 natively (AVX512-BF16 or AMX; elsewhere fp32 with
+    # a warning). Off by default: see robot_learn/training/precision.py and docs/benchmarks.md
+    cpu_amp: bool = False
     wandb: bool = False
     wandb_project: str = "robot-learn"
     num_threads: int = 0  # torch intra-op threads; 0 leaves torch's default

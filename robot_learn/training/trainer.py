@@ -45,6 +45,7 @@ from robot_learn.training.data_checks import check_rank_samplers_differ, check_s
 from robot_learn.training.distributed import DistContext, init_distributed, wrap_policy_for_training
 from robot_learn.training.lr_schedule import make_warmup_cosine_scheduler
 from robot_learn.training.metrics_log import MetricsLogger
+from robot_learn.training.precision import autocast, autocast_dtype
 from robot_learn.training.rng_state import PreservedRNG, capture_rng_state, restore_rng_state, seed_everything
 
 EvaluateFn = Callable[[Policy, int], dict[str, float]]
@@ -105,6 +106,7 @@ class Trainer:
         self.device = self.dist.device
         self.policy = policy.to(self.device)
         self.policy.train()
+        self.autocast_dtype = autocast_dtype(cfg.amp, cfg.cpu_amp, self.device)
 
         # The EMA copy never receives gradients; it is what gets evaluated and saved.
         # Copied before the DDP wrap (so it carries no DDP hooks), synced after it.
@@ -268,10 +270,7 @@ class Trainer:
         return out, data_s
 
     def _autocast(self) -> contextlib.AbstractContextManager:
-        # bf16 needs no loss scaling; CPU autocast is slower and less exact, so CPU stays fp32.
-        if self.cfg.amp and self.device.type == "cuda":
-            return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
-        return contextlib.nullcontext()
+        return autocast(self.device, self.autocast_dtype)
 
     def _evaluate(self, logger: MetricsLogger | None) -> None:
         self._sync_ema_policy()
