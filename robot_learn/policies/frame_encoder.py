@@ -33,7 +33,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from robot_learn.policies.compiled_call import CompiledCall
-from robot_learn.policies.mish import Mish
 from robot_learn.policies.config_checks import check_choice
 from robot_learn.policies.text_encoder import VocabTextEncoder
 from robot_learn.policies.vision_encoder import VisionEncoder
@@ -172,7 +171,7 @@ class FrameEncoder(nn.Module):
                              config.num_keypoints, config.camera_dim, cond, stem_stride=config.stem_stride)
             for c in config.cameras})
         fused = config.camera_dim * len(config.cameras)
-        self.fuse = nn.Sequential(nn.Linear(fused, 256), Mish(), nn.Linear(256, config.feature_dim),
+        self.fuse = nn.Sequential(nn.Linear(fused, 256), nn.Mish(), nn.Linear(256, config.feature_dim),
                                   nn.LayerNorm(config.feature_dim))
         if config.signal == "privileged" and not config.label_names:
             raise ValueError("signal 'privileged' needs label_names (the scene labels it regresses)")
@@ -322,7 +321,7 @@ class _FrameDecoder(nn.Module):
         self.project = nn.Linear(config.feature_dim, 64 * self.start * self.start)
         layers: list[nn.Module] = []
         for width_in, width_out in ((64, 64), (64, 32), (32, 32)):
-            layers += [nn.Upsample(scale_factor=2, mode="nearest"), nn.Conv2d(width_in, width_out, 3, padding=1), Mish()]
+            layers += [nn.Upsample(scale_factor=2, mode="nearest"), nn.Conv2d(width_in, width_out, 3, padding=1), nn.Mish()]
         layers.append(nn.Conv2d(32, 3 * len(config.cameras), 3, padding=1))
         self.net = nn.Sequential(*layers)
 

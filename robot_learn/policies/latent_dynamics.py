@@ -28,7 +28,6 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from robot_learn.policies.config_checks import check_at_least
-from robot_learn.policies.mish import Mish
 
 CONFIG_FILE, WEIGHTS_FILE = "config.yaml", "model.safetensors"
 STATE_ENCODER = "state"  # the encoder name of the low-dimensional (state) variant
@@ -66,7 +65,7 @@ class LatentDynamics(nn.Module):
         width_in = config.feature_dim + config.horizon * config.action_dim
         layers: list[nn.Module] = []
         for width in config.hidden_dims:
-            layers += [nn.Linear(width_in, width), Mish()]
+            layers += [nn.Linear(width_in, width), nn.Mish()]
             width_in = width
         head = nn.Linear(width_in, config.feature_dim)
         nn.init.zeros_(head.weight)  # untrained == "nothing changes"

@@ -8,7 +8,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from robot_learn.policies.mish import Mish
 from robot_learn.policies.normalizer import MinMaxNormalizer
 
 
@@ -42,7 +41,7 @@ class StateEncoder(nn.Module):
         layers: list[nn.Module] = []
         width = sum(self.dims.values())
         for hidden in hidden_dims:
-            layers += [nn.Linear(width, hidden), Mish()]
+            layers += [nn.Linear(width, hidden), nn.Mish()]
             width = hidden
         layers.append(nn.Linear(width, out_dim))
         self.mlp = nn.Sequential(*layers)

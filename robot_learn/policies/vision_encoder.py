@@ -19,7 +19,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from robot_learn.policies.compiled_call import CompiledCall
-from robot_learn.policies.mish import Mish
 from robot_learn.policies.image_crop import CroppingImageModule
 
 
@@ -139,10 +138,10 @@ class VisionEncoder(CroppingImageModule):
             with torch.no_grad():
                 _, _, height, width_px = nn.Sequential(*stages)(torch.zeros(1, 3, crop_size, crop_size)).shape
             self.pool: nn.Module = FlattenHead(width, max(1, num_keypoints // 2), height, width_px)
-            self.head = nn.Sequential(nn.Linear(self.pool.out_dim, out_dim), nn.LayerNorm(out_dim), Mish())
+            self.head = nn.Sequential(nn.Linear(self.pool.out_dim, out_dim), nn.LayerNorm(out_dim), nn.Mish())
         else:
             self.pool = SpatialSoftmax(width, num_keypoints)
-            self.head = nn.Sequential(nn.Linear(2 * num_keypoints, out_dim), Mish())
+            self.head = nn.Sequential(nn.Linear(2 * num_keypoints, out_dim), nn.Mish())
         self.out_dim = int(out_dim)
         self.channels_last = False  # set_channels_last: the backbone's weights and input channels-last
         # this encoder through torch.compile with its weights frozen in, for inference with autograd

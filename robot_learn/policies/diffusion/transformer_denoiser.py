@@ -15,7 +15,6 @@ import torch
 from torch import nn
 
 from robot_learn.policies.diffusion.timestep_embedding import SinusoidalTimestepEmbedding
-from robot_learn.policies.mish import Mish
 
 
 class TransformerDenoiser(nn.Module):
@@ -53,7 +52,7 @@ class TransformerDenoiser(nn.Module):
         self.cond_encoder = (
             nn.TransformerEncoder(encoder_layer(), num_cond_layers, enable_nested_tensor=False)
             if num_cond_layers > 0
-            else nn.Sequential(nn.Linear(embed_dim, 4 * embed_dim), Mish(), nn.Linear(4 * embed_dim, embed_dim))
+            else nn.Sequential(nn.Linear(embed_dim, 4 * embed_dim), nn.Mish(), nn.Linear(4 * embed_dim, embed_dim))
         )
         decoder_layer = nn.TransformerDecoderLayer(
             embed_dim, num_heads, 4 * embed_dim, dropout, activation="gelu", batch_first=True, norm_first=True

@@ -15,7 +15,6 @@ from torch import nn
 
 from robot_learn.policies.diffusion.matmul_conv import MatmulConv1d
 from robot_learn.policies.diffusion.timestep_embedding import SinusoidalTimestepEmbedding
-from robot_learn.policies.mish import Mish
 
 
 class ConvNormMish(nn.Sequential):
@@ -25,7 +24,7 @@ class ConvNormMish(nn.Sequential):
         super().__init__(
             MatmulConv1d(in_channels, out_channels, kernel_size, padding=kernel_size // 2),
             nn.GroupNorm(groups, out_channels),
-            Mish(),
+            nn.Mish(),
         )
 
 
@@ -36,7 +35,7 @@ class FiLMResidualBlock(nn.Module):
         super().__init__()
         self.block1 = ConvNormMish(in_channels, out_channels, kernel_size, groups)
         self.block2 = ConvNormMish(out_channels, out_channels, kernel_size, groups)
-        self.film = nn.Sequential(Mish(), nn.Linear(cond_dim, 2 * out_channels))
+        self.film = nn.Sequential(nn.Mish(), nn.Linear(cond_dim, 2 * out_channels))
         self.skip = MatmulConv1d(in_channels, out_channels, 1) if in_channels != out_channels else nn.Identity()
 
     def forward(self, x: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
@@ -70,7 +69,7 @@ class ConditionalUnet1D(nn.Module):
         self.timestep_embedding = nn.Sequential(
             SinusoidalTimestepEmbedding(timestep_embed_dim),
             nn.Linear(timestep_embed_dim, 4 * timestep_embed_dim),
-            Mish(),
+            nn.Mish(),
             nn.Linear(4 * timestep_embed_dim, timestep_embed_dim),
         )
         cond_dim = timestep_embed_dim + global_cond_dim
