@@ -23,7 +23,8 @@ from raw observations, DDIM-10 and the MIP head's two passes, eager and with
 ``generate_actions`` on a ready batch, DDIM-10, and for the image configuration also with
 its encoder channels-last, as ``fast_inference`` runs ours). On a CPU with native bf16
 (AVX512-BF16 or AMX) the training steps also run under bf16 autocast in both projects: ours
-with ``train.cpu_amp``, LeRobot's under the same ``torch.autocast`` its ``use_amp`` opens. The
+with ``train.cpu_amp``, LeRobot's under the same ``torch.autocast`` its ``use_amp`` opens (its
+train script's ``GradScaler`` is left out: bf16 needs no loss scaling, and ours has none). The
 arms alternate rep by rep; ratios are medians of the per-rep ratios with 95% bootstrap
 intervals.
 
@@ -44,6 +45,7 @@ import logging
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -304,6 +306,14 @@ def bench_loader(args, tmp: Path) -> None:
         print(f"  {name:<48}{rate:12.0f}{rate / base:11.1f}x")
 
 
+def commit() -> str:
+    """The repository's commit, with "+dirty" when tracked files differ from it."""
+    root = Path(__file__).resolve().parents[1]
+    run = lambda *cmd: subprocess.run(["git", "-C", str(root), *cmd], capture_output=True, text=True).stdout.strip()  # noqa: E731
+    head = run("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+dirty" if run("status", "--porcelain", "--untracked-files=no") else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("part", choices=("policy", "levers", "loader", "all"))
@@ -321,7 +331,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     load = os.getloadavg()[0]
     print(f"torch {torch.__version__}, {platform.machine()}, {os.cpu_count()} cores (load {load:.1f}), "
-          f"threads {torch.get_num_threads()}")
+          f"threads {torch.get_num_threads()}, native bf16 {cpu_runs_bf16()}, commit {commit()}")
     if args.part in ("loader", "all") and not Path(args.store).exists():
         sys.exit(f"bench_vs_lerobot.py: error: store {args.store} does not exist; collect it with "
                  "`robot-learn collect task=bin_place episodes=100 cameras=[front,wrist] out=...` "

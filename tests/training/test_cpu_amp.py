@@ -1,11 +1,13 @@
 """train.cpu_amp: bf16 autocast on a CPU with native bf16, fp32 with one warning on one without."""
 
+import warnings
+
 import pytest
 import torch
 from training_fixtures import build_store, make_sampler, make_tiny_policy
 
 from robot_learn.training import TrainConfig, Trainer
-from robot_learn.training.precision import cpu_runs_bf16
+from robot_learn.training.precision import autocast_dtype, cpu_runs_bf16
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +57,19 @@ def test_on_runs_the_convolutions_in_bf16_keeps_fp32_weights_and_learns_as_fp32_
 def test_on_without_native_bf16_warns_once_and_trains_in_fp32(store, tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
-    with pytest.warns(UserWarning, match="train.cpu_amp=true: this CPU has no native bf16") as record:
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
         trainer = _trainer(store, tmp_path, cpu_amp=True)
-    assert len(record) == 1 and trainer.autocast_dtype is None
-    assert _conv_output_dtypes(trainer) == {torch.float32}
+        dtypes = _conv_output_dtypes(trainer)  # a training step warns no more
+        trainer._train_step()
+    messages = [str(w.message) for w in record if "cpu_amp" in str(w.message)]
+    assert len(messages) == 1 and messages[0].startswith("train.cpu_amp=true: this CPU has no native bf16")
+    assert trainer.autocast_dtype is None and dtypes == {torch.float32}
+
+
+def test_cuda_keeps_amp_and_ignores_cpu_amp():
+    cuda = torch.device("cuda")  # only the choice is tested: no GPU needed
+    assert autocast_dtype(True, False, cuda) == torch.bfloat16
+    assert autocast_dtype(True, True, cuda) == torch.bfloat16
+    assert autocast_dtype(False, True, cuda) is None
+    assert autocast_dtype(True, False, torch.device("cpu")) is None  # amp alone never touches the CPU
