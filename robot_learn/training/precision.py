@@ -30,8 +30,8 @@ def autocast_dtype(amp: bool, cpu_amp: bool, device: torch.device) -> torch.dtyp
     if device.type == "cpu" and cpu_amp:
         if cpu_runs_bf16():
             return torch.bfloat16
-        warnings.warn("train.cpu_amp=true: this CPU has no native bf16 (AVX512-BF16 or AMX), where bf16 autocast "
-                      "is slower than fp32; training in fp32", stacklevel=2)
+        warnings.warn("train.cpu_amp=true: this CPU has no native bf16 (AVX512-BF16 or AMX), so bf16 autocast "
+                      "would not speed training up; training in fp32", stacklevel=2)
     return None
 
 
