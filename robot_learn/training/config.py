@@ -106,7 +106,7 @@ class TrainConfig:
     device: str = "auto"  # auto -> cuda if available else cpu
     amp: bool = True  # bf16 autocast on CUDA
     # bf16 autocast on the CPU, where it runs bf16 natively (AVX512-BF16 or AMX; elsewhere fp32 with
-    # a warning). Off by default: it slows make demo (robot_learn/training/precision.py, docs/benchmarks.md)
+    # a warning). Off by default: no gain on make demo, slower for the VLA (robot_learn/training/precision.py)
     cpu_amp: bool = False
     wandb: bool = False
     wandb_project: str = "robot-learn"
