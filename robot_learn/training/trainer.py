@@ -12,7 +12,7 @@ import copy
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -379,6 +379,7 @@ class Trainer:
             with torch.no_grad():
                 for shadow, param in zip(self.ema.shadow_params, self.ema_policy.parameters(), strict=True):
                     shadow.copy_(param)
+        self._note_precision_switch(ckpt_dir, state.get("config") or {})
         self.step = int(state["step"])
         self._elapsed_before = float(state.get("elapsed_s", 0.0))
         ranks = state["ranks"]
@@ -391,6 +392,15 @@ class Trainer:
             # A different world size cannot continue the exact streams; start fresh
             # but distinct ones so ranks still differ and do not repeat step 0.
             seed_everything(self.cfg.seed + self.dist.rank + 1_000_003 * self.step)
+
+    def _note_precision_switch(self, ckpt_dir: Path, saved: Mapping[str, Any]) -> None:
+        """One line when the checkpoint was trained under other autocast settings: resuming
+        is allowed (weights and optimiser state are fp32 either way), but it is not silent."""
+        switched = [f"train.{k} {saved[k]} -> {getattr(self.cfg, k)}" for k in ("amp", "cpu_amp")
+                    if k in saved and bool(saved[k]) != bool(getattr(self.cfg, k))]
+        if switched and self.dist.is_main:
+            print(f"note: checkpoint {ckpt_dir.name} was trained with other precision settings "
+                  f"({'; '.join(switched)}); the steps from here run at the new precision", flush=True)
 
     def _load_weights(self, module: nn.Module, policy_dir: Path) -> None:
         if not policy_dir.is_dir():

@@ -73,3 +73,23 @@ def test_cuda_keeps_amp_and_ignores_cpu_amp():
     assert autocast_dtype(True, True, cuda) == torch.bfloat16
     assert autocast_dtype(False, True, cuda) is None
     assert autocast_dtype(True, False, torch.device("cpu")) is None  # amp alone never touches the CPU
+
+
+def _resumable(store, out_dir, cpu_amp, steps):
+    cfg = TrainConfig(steps=steps, batch_size=16, warmup_steps=1, ckpt_every=2, log_every=2, out_dir=str(out_dir),
+                      device="cpu", progress_bar=False, lr=1e-3, cpu_amp=cpu_amp, resume=True)
+    return Trainer(make_tiny_policy(store), make_sampler(store, 16, 0), cfg)
+
+
+@pytest.mark.parametrize("switch", [True, False])
+def test_resuming_under_other_precision_says_so_in_one_line(store, tmp_path, capsys, switch):
+    _resumable(store, tmp_path, cpu_amp=False, steps=2).fit()
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a CPU without native bf16 warns that it stays in fp32
+        _resumable(store, tmp_path, cpu_amp=switch, steps=4).fit()
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: checkpoint")]
+    if switch:
+        assert len(notes) == 1 and "train.cpu_amp False -> True" in notes[0], notes
+    else:
+        assert notes == []
