@@ -25,7 +25,7 @@ imagined), and the round's policy is evaluated in the simulator.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from robot_learn.loops.group_rollouts import Group, roll_group
+from robot_learn.loops.grpo_progress import GRPOProgress, clear_progress, keep_first_episodes, load_progress, save_progress
 from robot_learn.loops.round import LoopConfig, Method
 
 GRPO_SOURCES = ("imagined", "autonomous")
@@ -147,16 +148,23 @@ class IterationLog:
 
 def run_grpo(policy: Any, env: Any, s: GRPOSettings, action_low: np.ndarray, action_high: np.ndarray,
              seed: int = 0, first_start: int = 0, on_group: Callable[[Group], None] | None = None,
-             log: Callable[[str], None] = print) -> list[IterationLog]:
+             log: Callable[[str], None] = print, resume: GRPOProgress | None = None,
+             on_iteration: Callable[[list[IterationLog], torch.optim.Optimizer], None] | None = None,
+             ) -> list[IterationLog]:
     """``s.iterations`` GRPO iterations of ``policy`` (changed in place) in the group env
     ``env``; iteration ``i`` uses starts ``first_start + i * s.groups + j`` and sampling seeds
-    ``seed + ...``. ``on_group`` sees every finished group (e.g. to write its episodes)."""
+    ``seed + ...``. ``on_group`` sees every finished group (e.g. to write its episodes),
+    ``on_iteration`` the logs and optimiser after every iteration (to checkpoint them).
+    ``resume`` (with ``policy`` already holding its weights) goes on after its iterations."""
     check_grpo_policy(policy)
     params = [p for p in policy.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=s.lr, weight_decay=0.0)
     decode = policy.decode_settings
-    history = []
-    for it in range(s.iterations):
+    history: list[IterationLog] = []
+    if resume is not None:
+        optimizer.load_state_dict(resume.optimizer)
+        history = [IterationLog(**h) for h in resume.history]
+    for it in range(len(history), s.iterations):
         policy.set_decoding(token_temperature=s.temperature)
         groups = []
         for j in range(s.groups):
@@ -176,6 +184,8 @@ def run_grpo(policy: Any, env: Any, s: GRPOSettings, action_low: np.ndarray, act
             f"{len(kept)}/{len(groups)} groups kept, {update['chunks']} chunks, loss {update['loss']:+.4f}, "
             f"clipped {update['clipped']:.1%}, |log ratio| {update['log_ratio']:.4f}, "
             f"{entry.stopped} rollouts stopped by bad frames")
+        if on_iteration is not None:
+            on_iteration(history, optimizer)
     policy.decode_settings = decode
     return history
 
@@ -226,16 +236,27 @@ class GRPOLoop(Method):
     def run_round(self, r: int, policy_dir: Path) -> tuple[Path, dict[str, Any]]:
         import json
 
+        from robot_learn.data import EpisodeStore
         from robot_learn.policies import load_policy
         from robot_learn.world_models.rollout import task_spaces
 
         cfg: GRPOLoopConfig = self.cfg  # type: ignore[assignment]
         round_dir = self.ctx.run_dir / f"round_{r:02d}"
         round_dir.mkdir(parents=True, exist_ok=True)
-        policy = load_policy(policy_dir)
+        settings = {**{f.name: getattr(cfg, f.name) for f in fields(GRPOSettings)}, "sources": list(cfg.sources),
+                    "world_model": cfg.world_model, "starts": cfg.starts, "scorer": cfg.scorer,
+                    "collect_seed": cfg.collect_seed, "policy_dir": str(policy_dir)}
+        progress = load_progress(round_dir, settings)  # a killed round goes on after its last iteration
+        policy = load_policy(progress.policy_dir if progress else policy_dir)
         check_grpo_policy(policy)
         space = task_spaces(self.ctx.task)[0]
-        store = self.derived_store(round_dir, "rollouts.zarr")  # a killed round is redone from its start
+        if progress:
+            keep_first_episodes(round_dir / "rollouts.zarr", progress.episodes)
+            store = EpisodeStore.open_or_create(round_dir / "rollouts.zarr")
+            print(f"round {r}: resuming after GRPO iteration {len(progress.history)}/{cfg.iterations} "
+                  f"({progress.episodes} rollouts kept)", flush=True)
+        else:
+            store = self.derived_store(round_dir, "rollouts.zarr")
         imagined = "imagined" in cfg.sources
         first = (r - 1) * cfg.iterations * cfg.groups
 
@@ -252,11 +273,15 @@ class GRPOLoop(Method):
         env = self._group_env(policy, imagined)
         try:
             history = run_grpo(policy, env, cfg, space.low, space.high, seed=cfg.collect_seed + 1000 * r,
-                               first_start=first, on_group=write)
+                               first_start=first, on_group=write, resume=progress,
+                               on_iteration=lambda logs, optimizer: save_progress(
+                                   round_dir, policy, optimizer, [asdict(h) for h in logs], store.num_episodes,
+                                   settings))
         finally:
             env.close()
         new_dir = round_dir / "policy"
         policy.save(new_dir)
+        clear_progress(round_dir)
         (round_dir / "grpo.json").write_text(json.dumps([asdict(h) for h in history], indent=2))
         numbers = self.evaluate(r, new_dir, store, {})
         numbers["grpo"] = [asdict(h) for h in history]

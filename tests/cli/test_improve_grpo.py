@@ -5,8 +5,13 @@ Tiny sizes, real MuJoCo and zarr, an untrained world model."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
 
 import pytest
+from conftest import _command
 import torch
 
 from robot_learn.data import EpisodeStore
@@ -63,6 +68,40 @@ def test_grpo_groups_roll_out_in_mujoco_with_sources_autonomous(grpo_run, run_cl
     with EpisodeStore.open(tmp / "outputs/improve/grpo_sim/round_01/rollouts.zarr", mode="r") as rollouts:
         assert rollouts.num_episodes == 4 and set(rollouts.meta["source"]) == {"rollout"}
         assert sorted(set(int(s) for s in rollouts.meta["seed"])) == [100000, 100001]  # two starts (reset seeds), a group of 2 each
+
+
+def test_a_grpo_round_killed_mid_round_resumes_after_its_last_finished_iteration(grpo_run, run_cli_in):
+    """SIGKILL once the first iteration's checkpoint is written; the rerun goes on from there
+    (exact weights: tests/loops/test_grpo_progress.py) and the store holds each rollout once."""
+    tmp, out = grpo_run
+    assert out.returncode == 0, out.stderr[-3000:]
+    base = next((tmp / "outputs/improve/bin_place_grpo/base").rglob("model.safetensors")).parent
+    args = ["improve", "loop=grpo", "rounds=1", *VLA, "loop.iterations=3", f"loop.world_model={tmp / 'wm'}",
+            f"loop.starts={tmp / 'data/bin_place_demos_front_64.zarr'}", f"base_policy={base}",
+            "run_dir=outputs/improve/grpo_killed"]
+    round_dir = tmp / "outputs/improve/grpo_killed/round_01"
+    latest = round_dir / "grpo_progress/checkpoints/latest"
+    proc = subprocess.Popen([*_command(), *args], cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "MUJOCO_GL": "egl", "OMP_NUM_THREADS": "1"})
+    try:
+        deadline = time.monotonic() + 300
+        while not latest.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        assert proc.poll() is None, f"the round ended before it was killed: {proc.stderr.read()[-2000:]}"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not (round_dir / "report.json").exists()
+
+    again = run_cli_in(tmp, *args, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "round 1: resuming after GRPO iteration" in again.stdout and "grpo iteration 1/3" not in again.stdout
+    assert "grpo iteration 3/3" in again.stdout
+    with EpisodeStore.open(round_dir / "rollouts.zarr", mode="r") as rollouts:
+        assert rollouts.num_episodes == 12  # 3 iterations x 2 groups x 2 rollouts, none twice
+    assert len(json.loads((round_dir / "grpo.json").read_text())) == 3
+    assert not (round_dir / "grpo_progress").exists()  # removed once the round's policy is saved
 
 
 @pytest.mark.parametrize("args, message", [

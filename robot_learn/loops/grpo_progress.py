@@ -1,0 +1,100 @@
+"""A GRPO round that a kill interrupts resumes at its next iteration, not at its start.
+
+After every iteration the round writes ``round_dir/grpo_progress/checkpoints/step_XXXXXXX``
+(atomically, as the trainer's checkpoints): the policy's weights, the optimiser's state,
+the iterations' logs, how many episodes the round's store held, and the round's settings.
+A rerun of the round loads the latest one, cuts the store back to those episodes (a kill
+mid-iteration leaves that iteration's finished groups in it, and the iteration is rolled
+again), and goes on. Every rollout and update is seeded by its iteration, so the resumed
+round ends with the weights an uninterrupted one would have. A checkpoint written under
+other settings is refused with the keys that differ.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from robot_learn.training.checkpoint import (
+    find_latest_checkpoint,
+    remove_partial_checkpoints,
+    write_checkpoint,
+)
+
+PROGRESS_DIRNAME = "grpo_progress"
+_STATE = "progress.pt"
+
+
+@dataclass
+class GRPOProgress:
+    """What the last finished iteration left: weights dir, optimiser state, logs, episodes."""
+
+    policy_dir: Path
+    optimizer: dict[str, Any]
+    history: list[dict[str, Any]]
+    episodes: int
+
+
+def save_progress(round_dir: Path, policy: Any, optimizer: torch.optim.Optimizer, history: list[dict[str, Any]],
+                  episodes: int, settings: dict[str, Any]) -> Path:
+    """Checkpoint the round after ``len(history)`` iterations (only the newest is kept)."""
+    state = {"optimizer": optimizer.state_dict(), "history": history, "episodes": int(episodes),
+             "settings": settings}
+
+    def contents(tmp: Path) -> None:
+        tmp.mkdir(parents=True)
+        policy.save(tmp / "policy")
+        torch.save(state, tmp / _STATE)
+
+    return write_checkpoint(round_dir / PROGRESS_DIRNAME, len(history), contents, keep_last_k=1)
+
+
+def load_progress(round_dir: Path, settings: dict[str, Any]) -> GRPOProgress | None:
+    """The latest iteration checkpoint of the round, or None; ValueError when it was
+    written under other ``settings`` (naming each key that differs)."""
+    root = round_dir / PROGRESS_DIRNAME
+    remove_partial_checkpoints(root / "checkpoints")
+    latest = find_latest_checkpoint(root)
+    if latest is None:
+        return None
+    state = torch.load(latest / _STATE, weights_only=False)
+    saved = json.loads(json.dumps(state["settings"], default=str))
+    wanted = json.loads(json.dumps(settings, default=str))
+    changed = [f"{k}: {saved.get(k)!r} then, {wanted.get(k)!r} now" for k in sorted(set(saved) | set(wanted))
+               if saved.get(k) != wanted.get(k)]
+    if changed:
+        raise ValueError(f"{latest} holds a GRPO round begun with other settings ({'; '.join(changed)}); rerun "
+                         f"with those settings to resume it, or start the run in another run_dir")
+    return GRPOProgress(latest / "policy", state["optimizer"], list(state["history"]), int(state["episodes"]))
+
+
+def clear_progress(round_dir: Path) -> None:
+    """Remove the round's iteration checkpoints (once its policy is saved)."""
+    shutil.rmtree(round_dir / PROGRESS_DIRNAME, ignore_errors=True)
+
+
+def keep_first_episodes(path: Path, episodes: int) -> None:
+    """Cut the store at ``path`` back to its first ``episodes`` episodes (copying them to a
+    new store that replaces it; the old one stays whole until the swap)."""
+    from robot_learn.data import EpisodeStore
+
+    fresh, stale = path.with_name(path.name + ".resume"), path.with_name(path.name + ".stale")
+    if not path.exists():  # killed between the two renames below: the new store is complete
+        (fresh if fresh.exists() else stale).rename(path)
+    with EpisodeStore.open(path, mode="r") as store:
+        if store.num_episodes <= episodes:
+            return
+        shutil.rmtree(fresh, ignore_errors=True)
+        with EpisodeStore.create(fresh) as out:
+            for i in range(episodes):
+                episode = store.episode(i)
+                out.append_episode(episode["steps"], episode["meta"])
+    shutil.rmtree(stale, ignore_errors=True)
+    path.rename(stale)
+    fresh.rename(path)
+    shutil.rmtree(stale, ignore_errors=True)
