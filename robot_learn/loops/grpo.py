@@ -209,6 +209,9 @@ class GRPOLoopConfig(LoopConfig, GRPOSettings):
         if len(names) != 1 or names[0] not in GRPO_SOURCES:
             raise ValueError(f"loop=grpo rolls its groups out in one place: sources must be one of "
                              f"{', '.join(f'[{n}]' for n in GRPO_SOURCES)}, got {names}")
+        if self.train_lr is not None:
+            raise ValueError(f"loop=grpo updates the policy at loop.lr ({self.lr:g}); loop.train_lr is for the "
+                             f"loops that fine-tune on collected data, got {self.train_lr}")
         self.episodes = self.iterations * self.groups * self.group_size  # rollouts per round
         if names[0] == "imagined":
             from robot_learn.world_models.rollout import rollout_starts

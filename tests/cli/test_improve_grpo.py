@@ -109,6 +109,8 @@ def test_a_grpo_round_killed_mid_round_resumes_after_its_last_finished_iteration
     (["loop.world_model=nowhere"], "loop.world_model 'nowhere' does not exist"),
     (["loop.sources=[hitl]"], "sources must be one of [imagined], [autonomous], got ['hitl']"),
     (["loop.sources=[autonomous]", "loop.group_size=1"], "grpo group_size must be >= 2"),
+    (["loop.sources=[autonomous]", "+loop.train_lr=1e-3"], "loop=grpo updates the policy at loop.lr (0.0001); "
+     "loop.train_lr is for the loops that fine-tune on collected data, got 0.001"),
 ])
 def test_grpo_loop_settings_are_one_line_errors(user_error, tmp_path, args, message):
     assert message in user_error("improve", "loop=grpo", "rounds=1", "base_eval=false", *args)
