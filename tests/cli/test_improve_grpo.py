@@ -11,7 +11,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import _command
+from tests.cli.conftest import _command
 import torch
 
 from robot_learn.data import EpisodeStore
