@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from conftest import _command
+from tests.cli.conftest import _command
 
 from robot_learn.data import EpisodeStore
 from robot_learn.data.errors import StoreError
