@@ -25,6 +25,7 @@ imagined), and the round's policy is evaluated in the simulator.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
@@ -35,6 +36,7 @@ import torch
 from robot_learn.loops.group_rollouts import Group, roll_group
 from robot_learn.loops.grpo_progress import GRPOProgress, clear_progress, keep_first_episodes, load_progress, save_progress
 from robot_learn.loops.round import LoopConfig, Method
+from robot_learn.training.checkpoint import CheckpointError
 
 GRPO_SOURCES = ("imagined", "autonomous")
 
@@ -162,7 +164,11 @@ def run_grpo(policy: Any, env: Any, s: GRPOSettings, action_low: np.ndarray, act
     decode = policy.decode_settings
     history: list[IterationLog] = []
     if resume is not None:
-        optimizer.load_state_dict(resume.optimizer)
+        try:
+            optimizer.load_state_dict(resume.optimizer)
+        except (KeyError, ValueError) as exc:
+            raise CheckpointError(f"the GRPO round checkpoint's optimiser state does not fit this policy ({exc}); "
+                                  "remove the round's grpo_progress dir to redo it from its start") from exc
         history = [IterationLog(**h) for h in resume.history]
     for it in range(len(history), s.iterations):
         policy.set_decoding(token_temperature=s.temperature)
@@ -246,9 +252,13 @@ class GRPOLoop(Method):
         cfg: GRPOLoopConfig = self.cfg  # type: ignore[assignment]
         round_dir = self.ctx.run_dir / f"round_{r:02d}"
         round_dir.mkdir(parents=True, exist_ok=True)
+        def where(path: Any) -> Any:  # a path compares by what it names, however it was given
+            return os.path.realpath(path) if path and Path(path).exists() else path
+
         settings = {**{f.name: getattr(cfg, f.name) for f in fields(GRPOSettings)}, "sources": list(cfg.sources),
-                    "world_model": cfg.world_model, "starts": cfg.starts, "scorer": cfg.scorer,
-                    "collect_seed": cfg.collect_seed, "policy_dir": str(policy_dir)}
+                    "world_model": where(cfg.world_model), "starts": where(cfg.starts), "scorer": where(cfg.scorer),
+                    "collect_seed": cfg.collect_seed, "policy_dir": where(policy_dir), "task": self.ctx.task,
+                    "max_steps": self.ctx.max_steps}
         progress = load_progress(round_dir, settings)  # a killed round goes on after its last iteration
         policy = load_policy(progress.policy_dir if progress else policy_dir)
         check_grpo_policy(policy)
@@ -284,10 +294,10 @@ class GRPOLoop(Method):
             env.close()
         new_dir = round_dir / "policy"
         policy.save(new_dir)
-        clear_progress(round_dir)
         (round_dir / "grpo.json").write_text(json.dumps([asdict(h) for h in history], indent=2))
         numbers = self.evaluate(r, new_dir, store, {})
         numbers["grpo"] = [asdict(h) for h in history]
+        clear_progress(round_dir)  # last: a kill while evaluating reruns only the evaluation
         return new_dir, numbers
 
     def _group_env(self, policy: Any, imagined: bool) -> Any:

@@ -13,6 +13,7 @@ other settings is refused with the keys that differ.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import torch
 
 from robot_learn.training.checkpoint import (
+    CheckpointError,
     find_latest_checkpoint,
     remove_partial_checkpoints,
     write_checkpoint,
@@ -49,7 +51,10 @@ def save_progress(round_dir: Path, policy: Any, optimizer: torch.optim.Optimizer
     def contents(tmp: Path) -> None:
         tmp.mkdir(parents=True)
         policy.save(tmp / "policy")
-        torch.save(state, tmp / _STATE)
+        with open(tmp / _STATE, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
 
     return write_checkpoint(round_dir / PROGRESS_DIRNAME, len(history), contents, keep_last_k=1)
 
@@ -62,15 +67,22 @@ def load_progress(round_dir: Path, settings: dict[str, Any]) -> GRPOProgress | N
     latest = find_latest_checkpoint(root)
     if latest is None:
         return None
-    state = torch.load(latest / _STATE, weights_only=False)
-    saved = json.loads(json.dumps(state["settings"], default=str))
+    path = latest / _STATE
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        saved_settings, history = state["settings"], list(state["history"])
+    except Exception as exc:  # a missing or damaged file, in any of torch's error types
+        reason = (str(exc).strip().splitlines() or [""])[0]
+        raise CheckpointError(f"GRPO round checkpoint {path} is missing or corrupt ({type(exc).__name__}: {reason}); "
+                              f"remove {root} to redo the round from its start") from exc
+    saved = json.loads(json.dumps(saved_settings, default=str))
     wanted = json.loads(json.dumps(settings, default=str))
     changed = [f"{k}: {saved.get(k)!r} then, {wanted.get(k)!r} now" for k in sorted(set(saved) | set(wanted))
                if saved.get(k) != wanted.get(k)]
     if changed:
         raise ValueError(f"{latest} holds a GRPO round begun with other settings ({'; '.join(changed)}); rerun "
                          f"with those settings to resume it, or start the run in another run_dir")
-    return GRPOProgress(latest / "policy", state["optimizer"], list(state["history"]), int(state["episodes"]))
+    return GRPOProgress(latest / "policy", state["optimizer"], history, int(state["episodes"]))
 
 
 def clear_progress(round_dir: Path) -> None:
@@ -80,21 +92,28 @@ def clear_progress(round_dir: Path) -> None:
 
 def keep_first_episodes(path: Path, episodes: int) -> None:
     """Cut the store at ``path`` back to its first ``episodes`` episodes (copying them to a
-    new store that replaces it; the old one stays whole until the swap)."""
+    new store that replaces it; the old one stays whole until the swap). ValueError when
+    it holds fewer than that."""
     from robot_learn.data import EpisodeStore
 
     fresh, stale = path.with_name(path.name + ".resume"), path.with_name(path.name + ".stale")
-    if not path.exists():  # killed between the two renames below: the new store is complete
+    if not path.exists() and (fresh.exists() or stale.exists()):
+        # killed between the two renames below: the new store is complete
         (fresh if fresh.exists() else stale).rename(path)
     with EpisodeStore.open(path, mode="r") as store:
-        if store.num_episodes <= episodes:
-            return
-        shutil.rmtree(fresh, ignore_errors=True)
-        with EpisodeStore.create(fresh) as out:
-            for i in range(episodes):
-                episode = store.episode(i)
-                out.append_episode(episode["steps"], episode["meta"])
-    shutil.rmtree(stale, ignore_errors=True)
-    path.rename(stale)
-    fresh.rename(path)
-    shutil.rmtree(stale, ignore_errors=True)
+        held = store.num_episodes
+        if held < episodes:
+            raise ValueError(f"{path} holds {held} episodes, fewer than the {episodes} its GRPO round checkpoint "
+                             f"recorded; remove {path.parent / PROGRESS_DIRNAME} to redo the round from its start")
+        if held > episodes:
+            shutil.rmtree(fresh, ignore_errors=True)
+            with EpisodeStore.create(fresh) as out:
+                for i in range(episodes):
+                    episode = store.episode(i)
+                    out.append_episode(episode["steps"], episode["meta"])
+    if held > episodes:
+        shutil.rmtree(stale, ignore_errors=True)
+        path.rename(stale)
+        fresh.rename(path)
+    for leftover in (fresh, stale):
+        shutil.rmtree(leftover, ignore_errors=True)

@@ -12,6 +12,7 @@ import copy
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -394,13 +395,20 @@ class Trainer:
             seed_everything(self.cfg.seed + self.dist.rank + 1_000_003 * self.step)
 
     def _note_precision_switch(self, ckpt_dir: Path, saved: Mapping[str, Any]) -> None:
-        """One line when the checkpoint was trained under other autocast settings: resuming
-        is allowed (weights and optimiser state are fp32 either way), but it is not silent."""
-        switched = [f"train.{k} {saved[k]} -> {getattr(self.cfg, k)}" for k in ("amp", "cpu_amp")
-                    if k in saved and bool(saved[k]) != bool(getattr(self.cfg, k))]
-        if switched and self.dist.is_main:
-            print(f"note: checkpoint {ckpt_dir.name} was trained with other precision settings "
-                  f"({'; '.join(switched)}); the steps from here run at the new precision", flush=True)
+        """One line when the checkpoint's steps ran at another precision than this run's:
+        resuming is allowed (weights and optimiser state are fp32 either way), not silent."""
+        if "amp" not in saved and "cpu_amp" not in saved:
+            return
+        with warnings.catch_warnings():  # the saved flags are only read, not run under
+            warnings.simplefilter("ignore")
+            before = autocast_dtype(bool(saved.get("amp", True)), bool(saved.get("cpu_amp", False)), self.device)
+        if before != self.autocast_dtype and self.dist.is_main:
+            def name(dtype: torch.dtype | None) -> str:
+                return "fp32" if dtype is None else f"{str(dtype).removeprefix('torch.')} autocast"
+
+            print(f"note: checkpoint {ckpt_dir.name} was trained in {name(before)}; the steps from here run in "
+                  f"{name(self.autocast_dtype)} (train.amp={self.cfg.amp}, train.cpu_amp={self.cfg.cpu_amp})",
+                  flush=True)
 
     def _load_weights(self, module: nn.Module, policy_dir: Path) -> None:
         if not policy_dir.is_dir():

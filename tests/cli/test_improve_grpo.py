@@ -81,17 +81,35 @@ def test_a_grpo_round_killed_mid_round_resumes_after_its_last_finished_iteration
             "run_dir=outputs/improve/grpo_killed"]
     round_dir = tmp / "outputs/improve/grpo_killed/round_01"
     latest = round_dir / "grpo_progress/checkpoints/latest"
-    proc = subprocess.Popen([*_command(), *args], cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "MUJOCO_GL": "egl", "OMP_NUM_THREADS": "1"})
-    try:
-        deadline = time.monotonic() + 300
-        while not latest.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.02)
-        assert proc.poll() is None, f"the round ended before it was killed: {proc.stderr.read()[-2000:]}"
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.wait()
+
+    def finished_and_written():
+        """(iterations checkpointed, episodes in the store) as the files say now."""
+        try:
+            done = int(latest.read_text().strip().removeprefix("step_"))
+            written = json.loads((round_dir / "rollouts.zarr/episode_store.json").read_text())["num_episodes"]
+        except (OSError, ValueError, KeyError):
+            return 0, 0
+        return done, written
+
+    with open(tmp / "killed.err", "w") as err:
+        proc = subprocess.Popen([*_command(), *args], cwd=tmp, stdout=subprocess.DEVNULL, stderr=err,
+                                env={**os.environ, "MUJOCO_GL": "egl", "OMP_NUM_THREADS": "1"})
+        try:
+            # Killed inside an iteration after at least one of its groups was written (4 rollouts
+            # an iteration), so the rerun has to cut the store back.
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline and proc.poll() is None:
+                done, written = finished_and_written()
+                if done >= 1 and written > 4 * done:
+                    break
+                time.sleep(0.01)
+            assert proc.poll() is None, f"the round ended before it was killed: {(tmp / 'killed.err').read_text()[-2000:]}"
+            proc.send_signal(signal.SIGKILL)
+        finally:
+            proc.kill()
+            proc.wait()
+    done, written = finished_and_written()
+    assert 1 <= done < 3 and written > 4 * done, (done, written)
     assert not (round_dir / "report.json").exists()
 
     again = run_cli_in(tmp, *args, timeout=600)
@@ -101,7 +119,7 @@ def test_a_grpo_round_killed_mid_round_resumes_after_its_last_finished_iteration
     with EpisodeStore.open(round_dir / "rollouts.zarr", mode="r") as rollouts:
         assert rollouts.num_episodes == 12  # 3 iterations x 2 groups x 2 rollouts, none twice
     assert len(json.loads((round_dir / "grpo.json").read_text())) == 3
-    assert not (round_dir / "grpo_progress").exists()  # removed once the round's policy is saved
+    assert not (round_dir / "grpo_progress").exists()  # removed once the round is evaluated
 
 
 @pytest.mark.parametrize("args, message", [

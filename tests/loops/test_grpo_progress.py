@@ -12,6 +12,7 @@ from robot_learn.data import EpisodeStore
 from robot_learn.loops.grpo import GRPOSettings, run_grpo
 from robot_learn.loops.grpo_progress import keep_first_episodes, load_progress, save_progress
 from robot_learn.policies import load_policy
+from robot_learn.training.checkpoint import CheckpointError
 from tests.loops.test_grpo import ThresholdGroup, tiny_policy
 
 SETTINGS = GRPOSettings(group_size=4, groups=2, iterations=3, lr=3e-3, epochs=2, minibatch=2)
@@ -83,9 +84,13 @@ def test_the_store_is_cut_back_to_the_finished_iterations_episodes(tmp_path):
     with EpisodeStore.open(path) as store:
         assert store.num_episodes == 2 and list(store.meta["seed"]) == [0, 1]
         assert store.read("action")[:, 0].tolist() == [0] * 3 + [1] * 4
-    keep_first_episodes(path, 5)  # nothing to cut
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rollouts.zarr"]  # no copy left behind
+    keep_first_episodes(path, 2)  # nothing to cut
     with EpisodeStore.open(path) as store:
         assert store.num_episodes == 2
+    with pytest.raises(ValueError, match=r"rollouts.zarr holds 2 episodes, fewer than the 3 its GRPO round checkpoint "
+                                         r"recorded; remove .*grpo_progress to redo the round"):
+        keep_first_episodes(path, 3)
 
 
 def test_a_kill_between_the_swaps_renames_leaves_a_whole_store(tmp_path):
@@ -96,3 +101,13 @@ def test_a_kill_between_the_swaps_renames_leaves_a_whole_store(tmp_path):
     keep_first_episodes(path, 1)
     with EpisodeStore.open(path) as store:
         assert store.num_episodes == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rollouts.zarr"]  # the old store is removed too
+
+
+def test_a_damaged_round_checkpoint_is_one_clear_error(tmp_path):
+    policy = tiny_policy()
+    path = save_progress(tmp_path, policy, torch.optim.AdamW(policy.parameters()), [], episodes=0, settings=KEYS)
+    (path / "progress.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match=r"GRPO round checkpoint .*progress.pt is missing or corrupt \(.*\); "
+                                              r"remove .*grpo_progress to redo the round from its start"):
+        load_progress(tmp_path, KEYS)
