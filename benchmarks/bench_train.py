@@ -16,6 +16,10 @@ step and its ratio to ``for_loop`` (PyTorch's default on CPU).
     .venv/bin/python benchmarks/bench_train.py [--batch-size 64] [--steps 8] [--warmup 2] [--threads 2]
                                                [--no-cache | --cache-fraction F] [--prefetch N]
     .venv/bin/python benchmarks/bench_train.py --compare-optimizer --steps 30
+    .venv/bin/python benchmarks/bench_train.py --compare-kernel --steps 60
+
+``--compare-kernel`` times the ``diffusion_state`` U-Net (the one ``diffusion_pixels`` trains on
+cached features) with ``kernel_size`` 5 and 3 the same way.
 """
 
 from __future__ import annotations
@@ -99,36 +103,36 @@ def paired_ratio_text(a: list[float], b: list[float], rng: np.random.Generator) 
     return f"{np.median(ratios):.3f} [{low:.3f}, {high:.3f}]"
 
 
-def compare_optimizers(name: str, config, obs_keys: tuple[str, ...], store: EpisodeStore, args,
-                       out_dir: Path) -> None:
-    """Median whole-step time per AdamW implementation, interleaved (see the module docstring)."""
-    from robot_learn.training.config import OPTIMIZER_IMPLS
-
+def compare_steps(name: str, arms: dict[str, tuple[object, dict]], base: str, obs_keys: tuple[str, ...],
+                  store: EpisodeStore, args, out_dir: Path) -> None:
+    """Median whole-step time per arm (a policy config and TrainConfig settings), one Trainer per
+    arm from the same seed, the order rotating step by step; each arm's paired ratio to ``base``."""
     trainers = {}
-    for impl in OPTIMIZER_IMPLS:
+    for label, (config, settings) in arms.items():
         torch.manual_seed(0)
         policy = build_policy_for_view(config, store.view())
         sampler = WindowSampler(store, obs_keys=obs_keys, obs_horizon=config.obs_horizon,
                                 action_horizon=config.action_horizon, batch_size=args.batch_size, seed=0)
         cfg = TrainConfig(steps=args.warmup + args.steps, batch_size=args.batch_size, warmup_steps=10,
-                          out_dir=str(out_dir / f"{name}_{impl}"), device="cpu", num_threads=args.threads,
-                          progress_bar=False, optimizer_impl=impl)
-        trainers[impl] = Trainer(policy, sampler, cfg)
-    times: dict[str, list[float]] = {impl: [] for impl in OPTIMIZER_IMPLS}
+                          out_dir=str(out_dir / f"{name}_{label}"), device="cpu", num_threads=args.threads,
+                          progress_bar=False, **settings)
+        trainers[label] = Trainer(policy, sampler, cfg)
+    labels = list(arms)
+    times: dict[str, list[float]] = {label: [] for label in labels}
     for i in range(args.warmup + args.steps):
-        order = OPTIMIZER_IMPLS[i % 3:] + OPTIMIZER_IMPLS[: i % 3]
-        for impl in order:
+        k = i % len(labels)
+        for label in labels[k:] + labels[:k]:
             t0 = time.perf_counter()
-            trainers[impl]._train_step()
+            trainers[label]._train_step()
             if i >= args.warmup:
-                times[impl].append(time.perf_counter() - t0)
-    base = statistics.median(times["for_loop"])
+                times[label].append(time.perf_counter() - t0)
     rng = np.random.default_rng(0)
-    for impl in OPTIMIZER_IMPLS:
-        p50 = statistics.median(times[impl])
-        # Paired: each rotation's step against for_loop's step in the same rotation.
-        print(f"| {name} | {impl} | {1000 * p50:.1f} | {p50 / base:.3f} | "
-              f"{paired_ratio_text(times[impl], times['for_loop'], rng)} |")
+    for label in labels:
+        p50 = statistics.median(times[label])
+        params = sum(p.numel() for p in trainers[label].policy.parameters()) / 1e6
+        # Paired: each rotation's step against the base arm's step in the same rotation.
+        print(f"| {name} | {label} | {params:.2f} M | {1000 * p50:.1f} | {p50 / statistics.median(times[base]):.3f} | "
+              f"{paired_ratio_text(times[label], times[base], rng)} |")
 
 
 def main() -> None:
@@ -143,21 +147,33 @@ def main() -> None:
     parser.add_argument("--prefetch", type=int, default=0, help="train.prefetch: batches drawn ahead on a thread")
     parser.add_argument("--compare-optimizer", action="store_true",
                         help="whole-step time per AdamW implementation, interleaved")
+    parser.add_argument("--compare-kernel", action="store_true",
+                        help="whole-step time of the state U-Net with kernel 5 and 3, interleaved")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    if args.compare_optimizer:
-        print(f"bench_train --compare-optimizer: torch {torch.__version__}, {args.threads} threads, batch "
-              f"{args.batch_size}, {args.warmup} warmup + {args.steps} measured steps per implementation, "
+    if args.compare_optimizer or args.compare_kernel:
+        what = "AdamW implementation" if args.compare_optimizer else "U-Net kernel"
+        print(f"bench_train: whole training steps per {what}: torch {torch.__version__}, {args.threads} threads, "
+              f"batch {args.batch_size}, {args.warmup} warmup + {args.steps} measured steps per arm, "
               f"load {os.getloadavg()[0]:.1f}")
-        print("| preset | optimizer_impl | step p50 (ms) | p50 / for_loop p50 | paired ratio, median [95% CI] |")
-        print("| --- | --- | ---: | ---: | ---: |")
+        print(f"| preset | {'optimizer_impl' if args.compare_optimizer else 'kernel_size'} | parameters | "
+              "step p50 (ms) | p50 / base p50 | paired ratio to the base, median [95% CI] |")
+        print("| --- | --- | ---: | ---: | ---: | ---: |")
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
-            compare_optimizers("diffusion_state", diffusion_state_config(), ("state", "env_state"),
-                               build_store(tmp / "state.zarr", episodes=20, length=100, cameras=()), args, tmp)
-            compare_optimizers("diffusion_image", diffusion_image_config(), ("state", "images/front", "images/wrist"),
-                               build_store(tmp / "image.zarr", episodes=10, length=60, cameras=("front", "wrist")),
-                               args, tmp)
+            state = build_store(tmp / "state.zarr", episodes=20, length=100, cameras=())
+            if args.compare_kernel:  # the U-Net of make demo's cached phase, on state-sized inputs
+                arms = {str(k): (diffusion_state_config(kernel_size=k), {}) for k in (5, 3)}
+                compare_steps("diffusion_state", arms, "5", ("state", "env_state"), state, args, tmp)
+                return
+            from robot_learn.training.config import OPTIMIZER_IMPLS
+
+            for name, config, keys, store in (
+                    ("diffusion_state", diffusion_state_config(), ("state", "env_state"), state),
+                    ("diffusion_image", diffusion_image_config(), ("state", "images/front", "images/wrist"),
+                     build_store(tmp / "image.zarr", episodes=10, length=60, cameras=("front", "wrist")))):
+                arms = {impl: (config, {"optimizer_impl": impl}) for impl in OPTIMIZER_IMPLS}
+                compare_steps(name, arms, "for_loop", keys, store, args, tmp)
         return
 
     print("bench_train: Trainer throughput and data-pipeline share of the step")
