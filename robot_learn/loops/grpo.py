@@ -252,6 +252,7 @@ class GRPOLoop(Method):
         cfg: GRPOLoopConfig = self.cfg  # type: ignore[assignment]
         round_dir = self.ctx.run_dir / f"round_{r:02d}"
         round_dir.mkdir(parents=True, exist_ok=True)
+
         def where(path: Any) -> Any:  # a path compares by what it names, however it was given
             return os.path.realpath(path) if path and Path(path).exists() else path
 
