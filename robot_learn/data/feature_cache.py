@@ -8,7 +8,12 @@ The cache is a plain zarr array whose attributes record what made it: the
 encoder's ``identity`` (a hash of its config and weights), the cameras and the
 store extent (episodes, frames). A cache whose record differs in anything, or
 which does not cover the store's committed frames, is rebuilt with a message; it
-is never used silently. The cache is written to a temporary name and renamed into
+is never used silently. The record cannot see the code that ran the encoder: the
+same weights through other code (or another torch) give features that differ in
+the last bits, and training grows such differences into another policy. So before
+a cache is used, its first batch of frames is encoded again and must match it bit
+for bit; otherwise it is rebuilt too (an encoder that is not deterministic, as some
+GPU kernels are, then rebuilds it each time). The cache is written to a temporary name and renamed into
 place, so a process killed while building it leaves the old cache or none.
 """
 
@@ -55,6 +60,34 @@ def read_feature_cache(store: EpisodeStore, name: str, identity: str,
     return np.asarray(array[:]), ""
 
 
+def frame_instructions(store: EpisodeStore) -> np.ndarray:
+    """Each committed frame's episode instruction."""
+    return np.repeat(store.meta["instruction"], np.diff(np.append(0, store.episode_ends)))
+
+
+def _encode_frames(store: EpisodeStore, cameras: Sequence[str], encode: Encode, instructions: np.ndarray,
+                   start: int, end: int) -> np.ndarray:
+    images = {c: store.read(f"images/{c}", start, end) for c in cameras}
+    return np.asarray(encode(images, instructions[start:end].tolist()), dtype=np.float32)
+
+
+def cache_matches_encoder(store: EpisodeStore, features: np.ndarray, cameras: Sequence[str], encode: Encode,
+                          batch_size: int = 256) -> str:
+    """An empty string when ``encode`` gives the cache's first batch again bit for bit (the
+    batch the build encoded first, so the same shapes run), else how far it is off."""
+    end = min(batch_size, store.num_frames)
+    if end == 0:
+        return ""
+    again = _encode_frames(store, cameras, encode, frame_instructions(store), 0, end)
+    if again.shape == features[:end].shape and np.array_equal(again, features[:end]):
+        return ""
+    if again.shape != features[:end].shape:
+        return f"features of shape {features.shape[1:]} (now {again.shape[1:]})"
+    off = float(np.nanmax(np.abs(again - features[:end])))
+    return (f"other code: its first {end} frames differ from a new encoding by up to {off:.3g} "
+            f"(the same encoder weights run by other code or another torch)")
+
+
 def build_feature_cache(store: EpisodeStore, name: str, identity: str, cameras: Sequence[str],
                         encode: Encode, batch_size: int = 256, progress_bar: bool = False) -> np.ndarray:
     """Encode every committed frame with ``encode(images, instructions) -> [n, D]`` and
@@ -66,13 +99,10 @@ def build_feature_cache(store: EpisodeStore, name: str, identity: str, cameras: 
         raise StoreError(f"store {str(store.path)!r} has no images for cameras {missing} (keys: "
                          f"{', '.join(store.keys) or 'none'}); collect demos with those cameras to cache "
                          f"frame features")
-    frame_instructions = np.repeat(store.meta["instruction"], np.diff(np.append(0, store.episode_ends)))
-    chunks = []
-    for start in tqdm(range(0, store.num_frames, batch_size), desc=f"cache {name}", unit="batch",
-                      disable=not progress_bar):
-        end = min(start + batch_size, store.num_frames)
-        images = {c: store.read(f"images/{c}", start, end) for c in cameras}
-        chunks.append(np.asarray(encode(images, frame_instructions[start:end].tolist()), dtype=np.float32))
+    instructions = frame_instructions(store)
+    chunks = [_encode_frames(store, cameras, encode, instructions, start, min(start + batch_size, store.num_frames))
+              for start in tqdm(range(0, store.num_frames, batch_size), desc=f"cache {name}", unit="batch",
+                                disable=not progress_bar)]
     features = np.concatenate(chunks) if chunks else np.zeros((0, 0), np.float32)
     root = Path(store.path) / DERIVED_DIR
     root.mkdir(exist_ok=True)
@@ -93,7 +123,9 @@ def load_or_build_feature_cache(store: EpisodeStore, name: str, identity: str, c
     """The valid cache, or a new one (saying why the old one was not used)."""
     features, why = read_feature_cache(store, name, identity, cameras)
     if features is not None:
-        log(f"      using cached {name} (encoder {identity}, {len(features)} frames)")
-        return features
+        why = cache_matches_encoder(store, features, cameras, encode, kwargs.get("batch_size", 256))
+        if not why:
+            log(f"      using cached {name} (encoder {identity}, {len(features)} frames)")
+            return features
     log(f"      building the {name} cache for encoder {identity}: {why}")
     return build_feature_cache(store, name, identity, cameras, encode, **kwargs)
