@@ -29,9 +29,8 @@ import numpy as np
 import zarr
 
 from robot_learn.data.errors import StoreError
-from robot_learn.data.store import EpisodeStore
+from robot_learn.data.store import DERIVED_DIR, EpisodeStore
 
-DERIVED_DIR = "derived"
 Encode = Callable[[Mapping[str, np.ndarray], Sequence[str]], np.ndarray]
 
 

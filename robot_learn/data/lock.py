@@ -39,9 +39,9 @@ class _Held:
     count: int = 1
     # Serialises appends of the store objects sharing this lock (threads of one process).
     mutex: threading.RLock = field(default_factory=threading.RLock)
-    # (episodes, frames) after the last append through this lock: only this process
-    # can append, so a store object that sees other numbers here must re-read.
-    last_commit: tuple[int, int] | None = None
+    # Commits (appends, truncations) made through this lock: only this process can write,
+    # so a store object that saw fewer than this must re-read before it writes.
+    writes: int = 0
 
 
 _held: dict[str, _Held] = {}
@@ -75,13 +75,14 @@ class WriterLock:
         self._release = weakref.finalize(self, _release, key, held)
 
     @property
-    def last_commit(self) -> tuple[int, int] | None:
-        """(episodes, frames) committed by the last append of any store sharing this lock."""
-        return self._held.last_commit
+    def writes(self) -> int:
+        """How many commits the store objects sharing this lock have made."""
+        return self._held.writes
 
-    @last_commit.setter
-    def last_commit(self, value: tuple[int, int]) -> None:
-        self._held.last_commit = value
+    def count_write(self) -> int:
+        """Count one more commit; the new count."""
+        self._held.writes += 1
+        return self._held.writes
 
     def release(self) -> None:
         """Give up this hold (the lock itself goes when the last hold in the process does)."""

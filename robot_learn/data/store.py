@@ -9,9 +9,10 @@ Layout (plain zarr, readable without this code):
     meta/episode_ends          int64, end frame (exclusive) of each episode
     meta/<field>               one array per per-episode field (task, source, ...)
     stats/                     group whose attributes hold saved normalisation statistics
+    derived/<name>             derived per-frame data, e.g. cached frame features (feature_cache.py)
 
 Frames and episodes beyond the commit record are leftovers of an interrupted
-append: they are never read and the next append overwrites them.
+append or of `truncate`: they are never read and the next append overwrites them.
 
 Crash safety also needs each chunk write to be all-or-nothing, because an append
 rewrites the chunk it shares with the previous episode. zarr's LocalStore writes
@@ -26,11 +27,13 @@ chunks carry checksums, so a damaged one raises StoreError when read.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
 import warnings
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import zarr
@@ -50,10 +53,13 @@ ZARR_ATOMIC_WRITES = tuple(int(p) for p in re.findall(r"\d+", zarr.__version__)[
 IMAGE_CHUNK_FRAMES = 4
 LOWDIM_CHUNK_FRAMES = 2048
 META_CHUNK = 1024
+# Derived per-frame data kept beside the episodes (the feature cache: feature_cache.py).
+DERIVED_DIR = "derived"
 
 
 class EpisodeStore:
-    """Append-only store of episodes (per-step arrays plus per-episode metadata).
+    """Store of episodes (per-step arrays plus per-episode metadata), appended one at a
+    time; `truncate` cuts it back.
 
     Make one with `EpisodeStore.create(path)`, open one with
     `EpisodeStore.open(path, mode="r" | "a")`. One writer at a time: a store open
@@ -192,6 +198,7 @@ class EpisodeStore:
         integrity.check_consistency(self.path, n, f, self._episode_ends)
         self._meta = {name: _as_numpy(self._meta_arrays[name][:n]) for name in META_FIELDS}
         self._stats_cache: dict[str, dict[str, np.ndarray]] = {}
+        self._writes_seen = self._lock.writes if self._lock is not None else 0
 
     def _check_tail_chunks(self) -> None:
         # The next append rewrites the chunk it shares with the last episode; decoding
@@ -255,16 +262,52 @@ class EpisodeStore:
 
         `steps` maps per-step keys to arrays with a common length T; `meta` holds
         the per-episode fields. All checks run before anything is written."""
+        self._check_writable()
+        with self._writing():
+            return self._append(steps, meta)
+
+    def truncate(self, num_episodes: int) -> None:
+        """Keep only the first `num_episodes` episodes. Nothing is copied: one new commit
+        record, written atomically, and the rows past it become leftovers that the next
+        append overwrites. Saved statistics and derived caches (`derived/`) go first: a
+        later append could bring the store back to an extent they recorded, with other
+        contents. Episodes are dropped for good, so no other process should be reading
+        the store meanwhile (it would keep seeing them until it refreshes)."""
+        self._check_writable()
+        with self._writing():
+            if isinstance(num_episodes, bool) or not isinstance(num_episodes, (int, np.integer)) \
+                    or not 0 <= num_episodes <= self.num_episodes:
+                raise ValueError(f"truncate: num_episodes must be an integer from 0 to {self.num_episodes} "
+                                 f"(the episodes {str(self.path)!r} holds), got {num_episodes!r}")
+            n = int(num_episodes)
+            if n == self.num_episodes:
+                return
+            frames = int(self._episode_ends[n - 1]) if n else 0
+            stats_group = self._group.get("stats")
+            if stats_group is not None:
+                stats_group.attrs.put({})
+            shutil.rmtree(self.path / DERIVED_DIR, ignore_errors=True)
+            # Commit point: until this replace lands, the store holds every episode.
+            self._commit = _commit.Commit(n, frames, self._commit.schema if n else None, self._commit.version)
+            _commit.write_commit(self.path, self._commit)
+            self._episode_ends = self._episode_ends[:n]
+            self._meta = {name: values[:n] for name, values in self._meta.items()}
+            self._stats_cache.clear()
+
+    def _check_writable(self) -> None:
         if self.mode != "a" or self._lock is None:
             state = "read-only" if self.mode != "a" else "closed"
             raise StoreError(f"store {str(self.path)!r} is {state}; open it with mode='a'")
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the process's write mutex, re-reading first if another store object sharing
+        the lock committed since this one last looked; count the commit made inside."""
         with self._lock.mutex:
-            # Another store object of this process may have appended since (they share the lock).
-            if self._lock.last_commit not in (None, (self.num_episodes, self.num_frames)):
+            if self._lock.writes != self._writes_seen:
                 self.refresh()
-            index = self._append(steps, meta)
-            self._lock.last_commit = (self.num_episodes, self.num_frames)
-            return index
+            yield
+            self._writes_seen = self._lock.count_write()
 
     def _append(self, steps: Mapping[str, Any], meta: Mapping[str, Any]) -> int:
         length, arrays, schema = validate_steps(steps, self._commit.schema)

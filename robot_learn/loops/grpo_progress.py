@@ -91,29 +91,13 @@ def clear_progress(round_dir: Path) -> None:
 
 
 def keep_first_episodes(path: Path, episodes: int) -> None:
-    """Cut the store at ``path`` back to its first ``episodes`` episodes (copying them to a
-    new store that replaces it; the old one stays whole until the swap). ValueError when
-    it holds fewer than that."""
+    """Cut the store at ``path`` back to its first ``episodes`` episodes (``EpisodeStore.truncate``:
+    one new commit record, nothing copied). ValueError when it holds fewer than that."""
     from robot_learn.data import EpisodeStore
 
-    fresh, stale = path.with_name(path.name + ".resume"), path.with_name(path.name + ".stale")
-    if not path.exists() and (fresh.exists() or stale.exists()):
-        # killed between the two renames below: the new store is complete
-        (fresh if fresh.exists() else stale).rename(path)
-    with EpisodeStore.open(path, mode="r") as store:
-        held = store.num_episodes
-        if held < episodes:
-            raise ValueError(f"{path} holds {held} episodes, fewer than the {episodes} its GRPO round checkpoint "
-                             f"recorded; remove {path.parent / PROGRESS_DIRNAME} to redo the round from its start")
-        if held > episodes:
-            shutil.rmtree(fresh, ignore_errors=True)
-            with EpisodeStore.create(fresh) as out:
-                for i in range(episodes):
-                    episode = store.episode(i)
-                    out.append_episode(episode["steps"], episode["meta"])
-    if held > episodes:
-        shutil.rmtree(stale, ignore_errors=True)
-        path.rename(stale)
-        fresh.rename(path)
-    for leftover in (fresh, stale):
-        shutil.rmtree(leftover, ignore_errors=True)
+    with EpisodeStore.open(path, mode="a") as store:
+        if store.num_episodes < episodes:
+            raise ValueError(f"{path} holds {store.num_episodes} episodes, fewer than the {episodes} its GRPO round "
+                             f"checkpoint recorded; remove {path.parent / PROGRESS_DIRNAME} to redo the round from "
+                             f"its start")
+        store.truncate(episodes)

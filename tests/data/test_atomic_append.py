@@ -51,8 +51,10 @@ def check_committed(path: Path) -> EpisodeStore:
 def leftover_rows(path: Path, num_frames: int, num_episodes: int) -> bool:
     """Whether the kill left rows of an uncommitted append in some array."""
     root = zarr.open_group(store=str(path), mode="r")
-    data = any(arr.shape[0] > num_frames for _name, arr in root["data"].arrays()) or any(
-        arr.shape[0] > num_frames for _name, arr in root["data/images"].arrays())
+    # Every array under data/ (images/ among them): a writer killed before its first commit
+    # may have made only some of them, or none.
+    data = any(isinstance(node, zarr.Array) and node.shape[0] > num_frames
+               for _name, node in root["data"].members(max_depth=None))
     return data or any(arr.shape[0] > num_episodes for _n, arr in root["meta"].arrays())
 
 
