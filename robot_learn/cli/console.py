@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from robot_learn.cli.errors import CLIError
 from robot_learn.cli.hydra_app import run_hydra_app
+from robot_learn.cli.policy_dirs import robot_settings_for_policy
 from robot_learn.cli.settings import setting
 from robot_learn.cli.train import instantiate_node
 
@@ -58,7 +59,12 @@ def console_app(cfg: DictConfig) -> int:
     except ValueError as err:
         raise CLIError(f"stand_in.{err}") from None
     operators, labels = _names(cfg, "operators"), _names(cfg, "labels")
-    cameras = list(cfg.robot.get("cameras") or [])
+    robot_overrides = {}
+    if policy_dir is not None:
+        from robot_learn.policies import load_policy
+
+        robot_overrides = robot_settings_for_policy(cfg.robot, load_policy(policy_dir))  # a bad policy_dir fails now
+    cameras = list(robot_overrides.get("cameras") or cfg.robot.get("cameras") or [])
 
     def make_policy(i: int) -> Any:
         if policy_dir is None:
@@ -66,7 +72,7 @@ def console_app(cfg: DictConfig) -> int:
         from robot_learn.loops import PolicyActor
         from robot_learn.policies import load_policy
 
-        actor = PolicyActor(load_policy(policy_dir), seed=seed + i)  # loaded here: a bad policy_dir fails now
+        actor = PolicyActor(load_policy(policy_dir), seed=seed + i)
         return lambda robot: actor
 
     def hands() -> Any:
@@ -76,7 +82,7 @@ def console_app(cfg: DictConfig) -> int:
 
     # Built here so config mistakes fail before any store exists; each session connects
     # its robot on its own thread (a simulator's GL context belongs to the thread that made it).
-    robots = [instantiate_node(cfg.robot, "robot") for _ in range(sessions)]
+    robots = [instantiate_node(cfg.robot, "robot", **robot_overrides) for _ in range(sessions)]
     policies = [make_policy(i) for i in range(sessions)]
     hands_of = [hands() for _ in range(sessions)]
     sock = bind_socket(host, port)  # a taken port or unknown host fails before any store is made

@@ -19,6 +19,7 @@ from typing import Sequence
 from omegaconf import DictConfig
 
 from robot_learn.cli.hydra_app import run_hydra_app
+from robot_learn.cli.policy_dirs import robot_settings_for_policy
 from robot_learn.cli.settings import setting
 from robot_learn.cli.train import instantiate_node
 
@@ -45,7 +46,7 @@ def hitl_app(cfg: DictConfig) -> int:
     steer = setting(cfg, "steer", str, optional=True)
     steer_sampler = setting(cfg, "steer_sampler", str, choices=ITPS_SAMPLERS)
     actor = PolicyActor(load_policy(cfg.policy_dir), seed=seed)
-    robot = instantiate_node(cfg.robot, "robot")
+    robot = instantiate_node(cfg.robot, "robot", **robot_settings_for_policy(cfg.robot, actor.policy))
     check_policy_fits_robot(robot, actor)  # before the store is created
     if steer is not None:
         actor.steer(build_steering(steer, robot, actor.policy, steer_sampler))

@@ -47,3 +47,27 @@ def load_policy_for_task(checkpoint: str | Path, task: str, *, cameras: tuple[st
         return policy
     except ValueError as err:  # PolicyLoadError / IncompatiblePolicyError
         raise CLIError(f"cannot evaluate checkpoint '{checkpoint}' on task '{task}': {err}") from None
+
+
+def robot_settings_for_policy(robot_cfg: Any, policy: Any) -> dict[str, Any]:
+    """Overrides for a ``robot`` config node so that the robot renders what a loaded ``policy``
+    reads: the policy's cameras added to the robot's (the robot's own first), at the policy's
+    frame size. The node's defaults follow the ``policy`` group, not a saved ``policy_dir``,
+    so a pixel policy loaded with the default group would otherwise meet a robot without
+    cameras. Empty for a robot config without cameras or a policy that reads none."""
+    from omegaconf import OmegaConf
+
+    from robot_learn.cli.hydra_app import observed_cameras
+    from robot_learn.evaluation.rollout import policy_cameras
+
+    cameras, size = policy_cameras(policy)
+    if not cameras or "cameras" not in robot_cfg:
+        return {}
+    own = list(OmegaConf.to_container(robot_cfg, resolve=True).get("cameras") or [])
+    out: dict[str, Any] = {"cameras": observed_cameras(own, cameras)}
+    if "image_size" in robot_cfg:
+        out["image_size"] = size
+    changed = {k: v for k, v in out.items() if OmegaConf.select(robot_cfg, k) != v}
+    if changed:
+        print("robot: " + ", ".join(f"{k} {v}" for k, v in changed.items()) + " (what the policy reads)")
+    return out

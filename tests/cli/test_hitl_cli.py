@@ -72,3 +72,45 @@ def test_unknown_operator_lists_the_valid_ones(run_cli, tmp_path):
     assert "Could not find 'operator/joystick'" in out.stderr and "Available options in 'operator'" in out.stderr
     for name in ("gamepad", "keyboard", "simulated", "spacemouse"):
         assert name in out.stderr
+
+
+@pytest.fixture(scope="module")
+def camera_policy_dir(tmp_path_factory):
+    """A tiny untrained policy that reads the front and wrist cameras at 32 px (and state),
+    saved: what a pixel policy asks of the robot."""
+    from robot_learn.envs.demos import collect_demos
+    from robot_learn.policies import diffusion_image_config
+
+    torch.manual_seed(0)
+    tmp = tmp_path_factory.mktemp("camera_policy")
+    collect_demos("stack", 1, tmp / "demos.zarr", cameras=("front", "wrist"), image_size=32, progress_bar=False)
+    store = EpisodeStore.open(tmp / "demos.zarr")
+    config = diffusion_image_config(image_size=32, crop_size=28, vision_channels=[8, 16], action_horizon=8,
+                                    execute_horizon=4, down_dims=[16, 32], timestep_embed_dim=16,
+                                    num_train_timesteps=50, num_inference_steps=2,
+                                    vocab=sorted(set(" ".join(store.meta["instruction"]).split())))
+    DiffusionPolicy(config, stats=store.stats(["action", "state"])).save(tmp / "policy")
+    return tmp / "policy"
+
+
+def test_the_robot_renders_the_cameras_a_saved_pixel_policy_reads(run_cli, tmp_path, camera_policy_dir):
+    """The policy group stays the default (state only, no cameras); the robot still gets the
+    saved policy's cameras at its frame size, and says so."""
+    out = run_cli("hitl", "robot=sim_so101", "operator=simulated", f"policy_dir={camera_policy_dir}", "episodes=1",
+                  "task.max_steps=6", "run_dir=run", timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "robot: cameras ['front', 'wrist'], image_size 32 (what the policy reads)" in out.stdout
+    assert EpisodeStore.open(tmp_path / "run/hitl.zarr").num_episodes == 1
+
+
+def test_the_consoles_own_camera_stays_first_and_the_policys_are_added(camera_policy_dir):
+    """The console's robot node sets its tile camera itself; a loaded policy's cameras join it."""
+    from omegaconf import OmegaConf
+
+    from robot_learn.cli.policy_dirs import robot_settings_for_policy
+    from robot_learn.policies import load_policy
+
+    policy = load_policy(camera_policy_dir)
+    console_robot = OmegaConf.create({"task": "stack", "cameras": ["wrist"], "image_size": 96})
+    assert robot_settings_for_policy(console_robot, policy) == {"cameras": ["wrist", "front"], "image_size": 32}
+    assert robot_settings_for_policy(OmegaConf.create({"task": "stack"}), policy) == {}  # a robot without cameras
