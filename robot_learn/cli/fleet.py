@@ -16,7 +16,7 @@ from typing import Sequence
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from robot_learn.cli.hydra_app import run_hydra_app
+from robot_learn.cli.hydra_app import CLIError, run_hydra_app
 from robot_learn.cli.settings import setting
 from robot_learn.cli.train import instantiate_node, policy_name_for_config
 
@@ -55,6 +55,12 @@ def fleet_app(cfg: DictConfig) -> int:
     train_cfg = instantiate_node(cfg.train, "train", out_dir=str(run_dir / "learner"))
     policy_config = fit_policy_to_task(instantiate_node(cfg.policy, "policy"), task)
     policy_name = policy_name_for_config(policy_config)
+    if getattr(policy_config, "frame_encoder", None):
+        choice = HydraConfig.get().runtime.choices.get("policy", "?")
+        raise CLIError(f"policy={choice} trains on its pretrained frame encoder's cached features, which the fleet's "
+                       f"learner does not build (its stores grow while it trains); use a policy that encodes its "
+                       f"cameras itself (diffusion_image) or state, or train the pixel policy with robot-learn train "
+                       f"and improve it with robot-learn improve loop=hgdagger")
     actor_policy = None
     if cfg.actor_policy_dir:
         from robot_learn.fleet import PolicySpaces, check_registration

@@ -18,6 +18,7 @@ def test_fleet_is_a_subcommand():
     ("actor_cpus=-1", ["actor_cpus", ">= 0"]),
     ("task=stak", ["stak", "stack"]),
     ("actor_policy_dir=/no/such/policy", ["/no/such/policy"]),
+    ("policy=diffusion_pixels", ["policy=diffusion_pixels", "frame encoder", "diffusion_image", "loop=hgdagger"]),
 ])
 def test_bad_settings_are_one_line_and_start_nothing(override, words, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
