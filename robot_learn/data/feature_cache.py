@@ -12,9 +12,12 @@ is never used silently. The record cannot see the code that ran the encoder: the
 same weights through other code (or another torch) give features that differ in
 the last bits, and training grows such differences into another policy. So before
 a cache is used, its first batch of frames is encoded again and must match it bit
-for bit; otherwise it is rebuilt too (an encoder that is not deterministic, as some
-GPU kernels are, then rebuilds it each time). The cache is written to a temporary name and renamed into
-place, so a process killed while building it leaves the old cache or none.
+for bit, in the batches the build used; otherwise it is rebuilt too (an encoder that
+is not deterministic, as some GPU kernels are, then rebuilds it each time). The check
+runs only on the kind of device that built the cache (``computed_on``): CPU and CUDA
+differ in the last bits anyway, and checking across them would rebuild the cache at
+every switch. The cache is written to a temporary name and renamed into place, so a
+process killed while building it leaves the old cache or none.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def cache_matches_encoder(store: EpisodeStore, features: np.ndarray, cameras: Se
     if end == 0:
         return ""
     again = _encode_frames(store, cameras, encode, frame_instructions(store), 0, end)
-    if again.shape == features[:end].shape and np.array_equal(again, features[:end]):
+    if again.shape == features[:end].shape and np.array_equal(again, features[:end], equal_nan=True):
         return ""
     if again.shape != features[:end].shape:
         return f"features of shape {features.shape[1:]} (now {again.shape[1:]})"
@@ -88,9 +91,11 @@ def cache_matches_encoder(store: EpisodeStore, features: np.ndarray, cameras: Se
 
 
 def build_feature_cache(store: EpisodeStore, name: str, identity: str, cameras: Sequence[str],
-                        encode: Encode, batch_size: int = 256, progress_bar: bool = False) -> np.ndarray:
+                        encode: Encode, batch_size: int = 256, progress_bar: bool = False,
+                        computed_on: str = "cpu") -> np.ndarray:
     """Encode every committed frame with ``encode(images, instructions) -> [n, D]`` and
-    write the cache (replacing any old one)."""
+    write the cache (replacing any old one); ``computed_on``: the kind of device ``encode``
+    runs on, recorded with the batch size."""
     from tqdm import tqdm
 
     missing = [c for c in cameras if f"images/{c}" not in store.keys]
@@ -110,7 +115,8 @@ def build_feature_cache(store: EpisodeStore, name: str, identity: str, cameras: 
     array = zarr.create_array(store=str(tmp), shape=features.shape, dtype="float32",
                               chunks=(min(max(len(features), 1), 65536), features.shape[1]))
     array[:] = features
-    array.attrs["robot_learn_feature_cache"] = cache_record(store, identity, cameras)
+    array.attrs["robot_learn_feature_cache"] = {**cache_record(store, identity, cameras),
+                                                "computed_on": str(computed_on), "batch_size": int(batch_size)}
     final = root / name
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
@@ -122,9 +128,14 @@ def load_or_build_feature_cache(store: EpisodeStore, name: str, identity: str, c
     """The valid cache, or a new one (saying why the old one was not used)."""
     features, why = read_feature_cache(store, name, identity, cameras)
     if features is not None:
-        why = cache_matches_encoder(store, features, cameras, encode, kwargs.get("batch_size", 256))
-        if not why:
-            log(f"      using cached {name} (encoder {identity}, {len(features)} frames)")
+        built = dict(zarr.open_array(store=str(Path(store.path) / DERIVED_DIR / name), mode="r")
+                     .attrs["robot_learn_feature_cache"])
+        built_on, here = built.get("computed_on", "cpu"), str(kwargs.get("computed_on", "cpu"))
+        unchecked = f"; computed on {built_on}, not re-checked on {here}" if built_on != here else ""
+        if not unchecked:
+            why = cache_matches_encoder(store, features, cameras, encode, int(built.get("batch_size", 256)))
+        if unchecked or not why:
+            log(f"      using cached {name} (encoder {identity}, {len(features)} frames{unchecked})")
             return features
     log(f"      building the {name} cache for encoder {identity}: {why}")
     return build_feature_cache(store, name, identity, cameras, encode, **kwargs)

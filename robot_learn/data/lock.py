@@ -8,9 +8,9 @@ leaves a stale lock. The file stays; it only carries the holder's pid for the
 error message of the next writer.
 
 Within one process, stores opened for appending on the same path share one lock,
-and with it the extent of the last append (`EpisodeStore.append_episode`
-re-reads the store when another of them appended since, so they never overwrite
-each other's episodes). A forked child drops the share: opening the
+and with it a count of the commits made through it (a store object re-reads the
+store before it appends or truncates, or saves statistics, when another of them
+committed since, so they never overwrite each other's episodes). A forked child drops the share: opening the
 store for appending there asks the kernel again and finds the parent's lock.
 """
 

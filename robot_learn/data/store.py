@@ -286,12 +286,26 @@ class EpisodeStore:
             stats_group = self._group.get("stats")
             if stats_group is not None:
                 stats_group.attrs.put({})
-            shutil.rmtree(self.path / DERIVED_DIR, ignore_errors=True)
+            derived = self.path / DERIVED_DIR
+            try:
+                if derived.exists():
+                    shutil.rmtree(derived)
+            except OSError as exc:
+                raise StoreError(f"truncate: cannot remove the derived caches in {str(derived)!r} ({exc}); "
+                                 f"nothing was cut") from None
             # Commit point: until this replace lands, the store holds every episode.
             self._commit = _commit.Commit(n, frames, self._commit.schema if n else None, self._commit.version)
             _commit.write_commit(self.path, self._commit)
+            # The dropped rows go too, so that plain zarr readers see the cut (a kill before
+            # this leaves them as leftovers, which nothing reads).
+            for arr in self._data.values():
+                arr.resize((frames, *arr.shape[1:]))
+            for arr in self._meta_arrays.values():
+                arr.resize((n,))
             self._episode_ends = self._episode_ends[:n]
             self._meta = {name: values[:n] for name, values in self._meta.items()}
+            if n == 0:
+                self._data = {}
             self._stats_cache.clear()
 
     def _check_writable(self) -> None:
@@ -394,6 +408,8 @@ class EpisodeStore:
         q01, q99 (float32). Computed once and saved in the store; recomputed when
         episodes were appended since."""
         keys = [keys] if isinstance(keys, str) else list(keys)
+        if self._lock is not None and self._lock.writes != self._writes_seen:
+            self.refresh()  # another store object of this process committed (a truncation among them)
         stats_group = (self._group.require_group("stats") if self.mode == "a"
                        else self._group.get("stats"))
         saved = dict(stats_group.attrs) if stats_group is not None else {}

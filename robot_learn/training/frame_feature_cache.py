@@ -25,6 +25,6 @@ def cached_frame_features(store: Any, encoder: Any, device: Any = "cpu", progres
     encoder.to(device)
     try:
         return load_or_build_feature_cache(store, FEATURES_KEY, encoder.identity(), encoder.config.cameras, encode,
-                                           log=log, progress_bar=progress_bar)
+                                           log=log, progress_bar=progress_bar, computed_on=torch.device(device).type)
     finally:
         encoder.cpu()

@@ -92,3 +92,29 @@ def test_cache_made_by_other_code_is_rebuilt_and_says_so(store):
     assert np.array_equal(load_or_build_feature_cache(store, "features", "enc-a", ["front"], _encode_mean,
                                                       log=again.append), features)
     assert "using cached" in again[0]
+
+
+def test_the_check_encodes_in_the_batches_the_build_used(store):
+    """An encoding that depends on its batch (centred on the batch mean) matches itself only in
+    the same batches: the build's batch size is recorded and the check uses it."""
+    def centred(images, instructions):
+        features = _encode_mean(images, instructions)
+        return features - features.mean(0)
+
+    load_or_build_feature_cache(store, "features", "enc-a", ["front"], centred, log=lambda _: None, batch_size=5)
+    said = []
+    load_or_build_feature_cache(store, "features", "enc-a", ["front"], centred, log=said.append)
+    assert "using cached" in said[0], said
+
+
+def test_a_cache_computed_on_another_device_kind_is_used_unchecked_and_says_so(store):
+    """CPU and CUDA differ in the last bits anyway: checking across them would rebuild at
+    every switch, so a cache built on another kind of device is used as it is."""
+    def other_code(images, instructions):
+        return np.nextafter(_encode_mean(images, instructions).astype(np.float32), np.float32(np.inf))
+
+    load_or_build_feature_cache(store, "features", "enc-a", ["front"], other_code, log=lambda _: None,
+                                computed_on="cuda")
+    said = []
+    load_or_build_feature_cache(store, "features", "enc-a", ["front"], _encode_mean, log=said.append)
+    assert "using cached" in said[0] and "computed on cuda, not re-checked on cpu" in said[0], said

@@ -102,3 +102,30 @@ def test_a_read_only_store_cannot_be_truncated(tmp_path):
     _store(path).close()
     with EpisodeStore.open(path) as reader, pytest.raises(StoreError, match="read-only; open it with mode='a'"):
         reader.truncate(1)
+
+
+def test_plain_zarr_readers_see_the_cut_and_dropped_keys_are_gone_after_truncating_to_nothing(tmp_path):
+    import zarr
+
+    path = tmp_path / "s.zarr"
+    with _store(path) as store:
+        store.truncate(2)
+        root = zarr.open_group(store=str(path), mode="r")
+        assert root["data/state"].shape[0] == 12 and root["meta/episode_ends"].shape == (2,)
+        store.truncate(0)
+        with pytest.raises(StoreError, match="state"):
+            store.array("state")
+
+
+def test_a_stale_store_object_does_not_save_stats_of_the_dropped_episodes(tmp_path):
+    """A second writer object of the process computes statistics after another truncated:
+    it re-reads first, so it saves none for the old extent that a later append could match."""
+    path = tmp_path / "s.zarr"
+    first = _store(path)
+    second = EpisodeStore.open(path, mode="a")
+    first.truncate(2)
+    kept = second.stats(["state"])["state"]["mean"]
+    expected = np.concatenate([make_steps(n, seed=s)["state"] for n, s in ((5, 0), (7, 1))]).mean(0)
+    assert np.allclose(kept, expected, atol=1e-5)
+    first.close()
+    second.close()
