@@ -55,9 +55,9 @@ def fleet_app(cfg: DictConfig) -> int:
     train_cfg = instantiate_node(cfg.train, "train", out_dir=str(run_dir / "learner"))
     policy_config = fit_policy_to_task(instantiate_node(cfg.policy, "policy"), task)
     policy_name = policy_name_for_config(policy_config)
+    policy_choice = f"policy={HydraConfig.get().runtime.choices.get('policy', '?')}"
     if getattr(policy_config, "frame_encoder", None):
-        choice = HydraConfig.get().runtime.choices.get("policy", "?")
-        raise CLIError(f"policy={choice} trains on its pretrained frame encoder's cached features, which the fleet's "
+        raise CLIError(f"{policy_choice} trains on its pretrained frame encoder's cached features, which the fleet's "
                        f"learner does not build (its stores grow while it trains); use a policy that encodes its "
                        f"cameras itself (diffusion_image) or state, or train the pixel policy with robot-learn train "
                        f"and improve it with robot-learn improve loop=hgdagger")
@@ -71,7 +71,7 @@ def fleet_app(cfg: DictConfig) -> int:
         # The fleet checks it again at registration; here it is refused before anything starts.
         learner_spaces = PolicySpaces.of(get_policy_class(policy_name)(policy_config))
         check_registration("robot-0", PolicySpaces.of(loaded), learner_spaces, str(cfg.actor_policy_dir),
-                           f"policy={HydraConfig.get().runtime.choices.get('policy', '?')}")
+                           policy_choice)
         actor_policy = policy_to_files(loaded)
     robot = OmegaConf.to_container(cfg.robot, resolve=True)
     operator = OmegaConf.to_container(cfg.operator, resolve=True)

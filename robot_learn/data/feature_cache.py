@@ -46,20 +46,27 @@ def cache_record(store: EpisodeStore, identity: str, cameras: Sequence[str]) -> 
 def read_feature_cache(store: EpisodeStore, name: str, identity: str,
                        cameras: Sequence[str]) -> tuple[np.ndarray | None, str]:
     """``(features, "")`` when a valid cache exists, else ``(None, why it is not usable)``."""
+    features, why, _record = _read_cache(store, name, identity, cameras)
+    return features, why
+
+
+def _read_cache(store: EpisodeStore, name: str, identity: str,
+                cameras: Sequence[str]) -> tuple[np.ndarray | None, str, dict[str, Any]]:
+    """``read_feature_cache``, plus the cache's whole record (how it was built)."""
     path = Path(store.path) / DERIVED_DIR / name
     if not path.exists():
-        return None, "no cache yet"
+        return None, "no cache yet", {}
     try:
         array = zarr.open_array(store=str(path), mode="r")
         record = dict(array.attrs.get("robot_learn_feature_cache", {}))
     except Exception as exc:  # zarr raises several types for a damaged array
-        return None, f"unreadable cache ({exc})"
+        return None, f"unreadable cache ({exc})", {}
     wanted = cache_record(store, identity, cameras)
     differs = [k for k in wanted if record.get(k) != wanted[k]]
     if differs:
         what = ", ".join(f"{k} {record.get(k)!r} (now {wanted[k]!r})" for k in differs)
-        return None, f"built with {what}"
-    return np.asarray(array[:]), ""
+        return None, f"built with {what}", record
+    return np.asarray(array[:]), "", record
 
 
 def frame_instructions(store: EpisodeStore) -> np.ndarray:
@@ -124,18 +131,18 @@ def build_feature_cache(store: EpisodeStore, name: str, identity: str, cameras: 
 
 
 def load_or_build_feature_cache(store: EpisodeStore, name: str, identity: str, cameras: Sequence[str],
-                                encode: Encode, log: Callable[[str], None] = print, **kwargs: Any) -> np.ndarray:
+                                encode: Encode, log: Callable[[str], None] = print, batch_size: int = 256,
+                                progress_bar: bool = False, computed_on: str = "cpu") -> np.ndarray:
     """The valid cache, or a new one (saying why the old one was not used)."""
-    features, why = read_feature_cache(store, name, identity, cameras)
+    features, why, built = _read_cache(store, name, identity, cameras)
     if features is not None:
-        built = dict(zarr.open_array(store=str(Path(store.path) / DERIVED_DIR / name), mode="r")
-                     .attrs["robot_learn_feature_cache"])
-        built_on, here = built.get("computed_on", "cpu"), str(kwargs.get("computed_on", "cpu"))
-        unchecked = f"; computed on {built_on}, not re-checked on {here}" if built_on != here else ""
+        built_on = built.get("computed_on", "cpu")
+        unchecked = f"; computed on {built_on}, not re-checked on {computed_on}" if built_on != computed_on else ""
         if not unchecked:
             why = cache_matches_encoder(store, features, cameras, encode, int(built.get("batch_size", 256)))
         if unchecked or not why:
             log(f"      using cached {name} (encoder {identity}, {len(features)} frames{unchecked})")
             return features
     log(f"      building the {name} cache for encoder {identity}: {why}")
-    return build_feature_cache(store, name, identity, cameras, encode, **kwargs)
+    return build_feature_cache(store, name, identity, cameras, encode, batch_size=batch_size,
+                               progress_bar=progress_bar, computed_on=computed_on)

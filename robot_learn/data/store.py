@@ -318,10 +318,14 @@ class EpisodeStore:
         """Hold the process's write mutex, re-reading first if another store object sharing
         the lock committed since this one last looked; count the commit made inside."""
         with self._lock.mutex:
-            if self._lock.writes != self._writes_seen:
-                self.refresh()
+            self._refresh_if_stale()
             yield
             self._writes_seen = self._lock.count_write()
+
+    def _refresh_if_stale(self) -> None:
+        """Re-read when another store object sharing this one's writer lock committed since."""
+        if self._lock is not None and self._lock.writes != self._writes_seen:
+            self.refresh()
 
     def _append(self, steps: Mapping[str, Any], meta: Mapping[str, Any]) -> int:
         length, arrays, schema = validate_steps(steps, self._commit.schema)
@@ -408,8 +412,7 @@ class EpisodeStore:
         q01, q99 (float32). Computed once and saved in the store; recomputed when
         episodes were appended since."""
         keys = [keys] if isinstance(keys, str) else list(keys)
-        if self._lock is not None and self._lock.writes != self._writes_seen:
-            self.refresh()  # another store object of this process committed (a truncation among them)
+        self._refresh_if_stale()  # another store object of this process committed (a truncation among them)
         stats_group = (self._group.require_group("stats") if self.mode == "a"
                        else self._group.get("stats"))
         saved = dict(stats_group.attrs) if stats_group is not None else {}
