@@ -9,9 +9,13 @@
 4. With ``--scene-frames N``: the frame encoder's pretraining scenes (``N`` resets in the
    ``diffusion_pixels`` mix, two 96 px cameras) rendered by one thread against ``--workers``
    threads, alternating, with a check that the frames are the same.
+5. With ``--collect-demos N``: ``collect_demos`` of ``N`` expert episodes into a store, one
+   thread against ``--workers`` (each with its own env), alternating, with two 96 px cameras
+   and without, with a check that the stores hold the same arrays.
 
 Run: MUJOCO_GL=egl .venv/bin/python benchmarks/bench_env.py [--repeats 5] [--task stack]
      MUJOCO_GL=egl .venv/bin/python benchmarks/bench_env.py --task bin_place --scene-frames 2000 --repeats 3
+     MUJOCO_GL=egl .venv/bin/python benchmarks/bench_env.py --task bin_place --collect-demos 30 --repeats 3
 """
 
 from __future__ import annotations
@@ -155,6 +159,34 @@ def bench_scene_frames(task: str, repeats: int, resets: int, workers: int) -> No
           f"frames identical: {same}")
 
 
+def bench_collect_workers(task: str, repeats: int, episodes: int, workers: int) -> None:
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+
+    from robot_learn.data import EpisodeStore
+    from robot_learn.envs.demos import collect_demos
+
+    for cameras in (("front", "wrist"), ()):
+        times: dict[int, list[float]] = {1: [], workers: []}
+        with tempfile.TemporaryDirectory() as tmp:
+            for r in range(repeats):
+                for k in times:
+                    t0 = time.perf_counter()
+                    collect_demos(task, episodes, Path(tmp) / f"{k}_{r}.zarr", cameras=cameras, image_size=96,
+                                  progress_bar=False, workers=k)
+                    times[k].append(time.perf_counter() - t0)
+            a, b = (EpisodeStore.open(Path(tmp) / f"{k}_0.zarr", mode="r") for k in times)
+            same = set(a.schema) == set(b.schema) and all(np.array_equal(a.read(key), b.read(key)) for key in a.schema)
+        ratios = sorted(x / y for x, y in zip(times[1], times[workers]))
+        label = "front+wrist 96x96" if cameras else "no cameras"
+        print(f"[collect threads] {episodes} episodes, {label}, {repeats} repeats: 1 thread "
+              f"{statistics.median(times[1]):.2f} s, {workers} threads {statistics.median(times[workers]):.2f} s, "
+              f"speed-up median {statistics.median(ratios):.2f}x (range {ratios[0]:.2f}-{ratios[-1]:.2f}); "
+              f"stores identical: {same}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="stack")
@@ -163,12 +195,17 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=3)
     parser.add_argument("--scene-frames", type=int, default=0,
                         help="only time rendering this many pretraining scenes, 1 thread against --workers")
+    parser.add_argument("--collect-demos", type=int, default=0,
+                        help="only time collect_demos of this many episodes, 1 thread against --workers")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     print(f"config: task={args.task} repeats={args.repeats} mujoco={mujoco.__version__} "
           f"MUJOCO_GL={os.environ.get('MUJOCO_GL')} python={platform.python_version()} cpus={os.cpu_count()}")
     if args.scene_frames:
         bench_scene_frames(args.task, args.repeats, args.scene_frames, args.workers)
+        return
+    if args.collect_demos:
+        bench_collect_workers(args.task, args.repeats, args.collect_demos, args.workers)
         return
     bench_step(args.task, args.repeats)
     bench_render(args.task, args.repeats, args.frames)

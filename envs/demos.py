@@ -104,7 +104,8 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
                   image_size: int = 96, max_steps: int | None = None,
                   keep_failures: bool = False, source: str = "demo",
                   progress_bar: bool = True, obs_keys: Sequence[str] = DEFAULT_OBS_KEYS,
-                  wait: bool | float = False, to_rest: bool = False, conditions: Any = None) -> CollectSummary:
+                  wait: bool | float = False, to_rest: bool = False, conditions: Any = None,
+                  workers: int | None = None) -> CollectSummary:
     """Record ``episodes`` expert episodes (seeds ``seed + i``) into the store at ``path``.
 
     The store is created if missing and appended to otherwise. Failed episodes
@@ -114,38 +115,56 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
     start pose (see :func:`run_expert`), as episodes to be time-reversed must.
     ``conditions`` (:class:`~robot_learn.envs.conditions.EnvConditions`; None: the
     defaults) sets the start spread and disturbances the expert records under.
+    ``workers`` threads record episodes, each with its own env (None: one per CPU, at most 4,
+    with a headless GL, else 1; see ``episode_threads``); the store gets the same episodes,
+    in the same order, whatever the count.
     """
     from tqdm import tqdm
 
     from robot_learn.data import EpisodeStore
 
+    from .episode_threads import episodes_in_order
     from .registry import check_task_name, make_env, make_expert
+    from .scene_frames import default_render_workers
 
     check_task_name(task)  # ValueError lists the valid tasks (external ones included)
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     path = Path(path)
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    workers = default_render_workers() if workers is None else workers
+
+    def new_env() -> Any:
+        return (conditions.make_env if conditions is not None else make_env)(
+            task, cameras=tuple(cameras), image_size=image_size, max_steps=max_steps)
+
+    def record(env: Any, i: int) -> tuple[dict[str, np.ndarray], dict]:
+        # A fresh expert per episode: its noise depends only on that episode's seed.
+        expert = make_expert(task, noise=noise, seed=seed + i)
+        return record_demo_episode(env, expert, seed + i, obs_keys, to_rest=to_rest)
+
     # The env first: settings it refuses (e.g. a drop spot for a forward task) create no store.
-    env = (conditions.make_env if conditions is not None else make_env)(
-        task, cameras=tuple(cameras), image_size=image_size, max_steps=max_steps)
+    env = new_env()
     try:
         store = EpisodeStore.open_or_create(path, wait=wait)
     except BaseException:
         env.close()
         raise
     successes = stored = 0
-    bar = tqdm(range(episodes), desc=f"collect {task}", unit="ep", disable=not progress_bar)
+    bar = tqdm(total=episodes, desc=f"collect {task}", unit="ep", disable=not progress_bar)
+    recorded = episodes_in_order(new_env, record, episodes, workers, env=env)
     try:
-        for i in bar:
-            # A fresh expert per episode: its noise depends only on that episode's seed.
-            expert = make_expert(task, noise=noise, seed=seed + i)
-            steps, meta = record_demo_episode(env, expert, seed + i, obs_keys, to_rest=to_rest)
+        for i, (steps, meta) in enumerate(recorded):
             successes += meta["success"]
             if meta["success"] or keep_failures:
                 store.append_episode(steps, {**meta, "task": task, "source": source})
                 stored += 1
+            bar.update(1)
             bar.set_postfix(success=f"{successes}/{i + 1}", stored=stored)
     finally:
+        recorded.close()  # stops the recording threads
+        bar.close()
         env.close()
         store.close()
     return CollectSummary(path=path, attempted=episodes, successes=successes, stored=stored)

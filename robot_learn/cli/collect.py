@@ -21,7 +21,8 @@ def collect_app(cfg: DictConfig) -> int:
         cameras=list(cfg.cameras or []), image_size=setting(cfg, "image_size", int, minimum=1),
         max_steps=setting(cfg, "max_steps", int, minimum=1, optional=True),
         keep_failures=setting(cfg, "keep_failures", bool), source=cfg.source,
-        wait=cfg.wait, to_rest=setting(cfg, "to_rest", bool), conditions=env_conditions(cfg))
+        wait=cfg.wait, to_rest=setting(cfg, "to_rest", bool), conditions=env_conditions(cfg),
+        workers=setting(cfg, "workers", int, minimum=1, optional=True))
     print(f"collected {summary.attempted} episodes of '{cfg.task.name}': "
           f"{summary.successes} succeeded, {summary.stored} stored in {summary.path}")
     return 0

@@ -70,6 +70,8 @@ def test_eval_help_without_a_task_shows_the_config(tmp_path, monkeypatch, capsys
 
 def test_bad_collect_values_create_no_store(user_error, tmp_path):
     assert "episodes must be >= 1, got 0" in user_error("collect", "episodes=0", "out=s.zarr")
+    assert "workers must be >= 1, got 0" in user_error("collect", "workers=0", "out=s.zarr")
+    assert "workers must be an integer or null, got 'two'" in user_error("collect", "workers=two", "out=s.zarr")
     assert not (tmp_path / "s.zarr").exists()
 
 
