@@ -106,6 +106,10 @@ class FramePretrainConfig:
     weight_decay: float = 1e-4
     val_fraction: float = 0.1
     seed: int = 0
+    # Pretraining and the end-to-end fine-tuning under bf16 autocast on a CPU that runs bf16
+    # natively (AVX512-BF16 or AMX; fp32 with a warning elsewhere, fp32 on CUDA). Weights stay fp32.
+    # The frame encoder's convolutions and GroupNorms then run on contiguous (NCHW) activations.
+    cpu_bf16: bool = False
     # End-to-end fine-tuning, after the policy has trained on the cached features: this many
     # more steps on raw frames with the encoder unfrozen, everything at finetune_lr
     # (robot_learn.training.encoder_finetune). 0 keeps the encoder frozen.

@@ -153,9 +153,13 @@ class VisionEncoder(CroppingImageModule):
         if self.cond_dim and (cond is None or cond.shape != (images.shape[0], self.cond_dim)):
             got = None if cond is None else tuple(cond.shape)
             raise ValueError(f"this encoder is FiLM-conditioned: needs cond [{images.shape[0]}, {self.cond_dim}], got {got}")
-        x = self.image_input(images)
+        x = self.image_input(images)  # strided channels-last: the fastest fp32 layout on CPU
         if self.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
+        elif x.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+            # bf16 convolutions and GroupNorm run fastest on contiguous (NCHW) activations:
+            # channels-last GroupNorm took 6x the time (docs/benchmarks.md, session 60)
+            x = x.contiguous()
         for index, layer in enumerate(self.backbone):
             x = layer(x)
             film = self.film[str(index)] if str(index) in self.film else None

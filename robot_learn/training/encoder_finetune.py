@@ -36,7 +36,8 @@ def finetune_frame_encoder(trainer: Trainer, demos: Any, derived: dict, train_cf
     """A trainer, and what its ``fit`` returned, for the fine-tuning phase after ``trainer`` (whose
     ``ema_policy`` it starts from): the parameters ``trainer`` trained plus those the encoder's
     ``encode`` reads take gradients, batches carry the encoder's cameras, the learning rate is
-    ``finetune_lr`` for all of them and the batch ``finetune_batch_size`` (0: ``train_cfg``'s);
+    ``finetune_lr`` for all of them and the batch ``finetune_batch_size`` (0: ``train_cfg``'s), in
+    bf16 autocast on the CPU with ``cpu_bf16`` (or ``train_cfg.cpu_amp``);
     ``memory``: the sampler's ``max_cache_bytes`` / ``windows_per_frame`` (None: its defaults)."""
     settings = FramePretrainConfig(**trainer.ema_policy.config.frame_pretraining)
     trained = {name for name, p in trainer.policy.named_parameters() if p.requires_grad}
@@ -48,6 +49,7 @@ def finetune_frame_encoder(trainer: Trainer, demos: Any, derived: dict, train_cf
     cfg = dataclasses.replace(
         train_cfg, steps=settings.finetune_steps, lr=settings.finetune_lr, eval_every=0,
         batch_size=settings.finetune_batch_size or train_cfg.batch_size,
+        cpu_amp=train_cfg.cpu_amp or settings.cpu_bf16,
         warmup_steps=min(train_cfg.warmup_steps, max(1, settings.finetune_steps // 10)),
         ckpt_every=min(train_cfg.ckpt_every, settings.finetune_steps),
         out_dir=str(Path(train_cfg.out_dir) / FINETUNE_DIRNAME))

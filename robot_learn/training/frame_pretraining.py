@@ -18,6 +18,7 @@ import torch
 
 from robot_learn.policies.frame_encoder import FrameEncoder, FrameEncoderConfig, FramePretrainConfig
 from robot_learn.policies.text_encoder import build_vocab
+from robot_learn.training.precision import autocast, autocast_dtype
 
 
 def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray | None,
@@ -47,6 +48,7 @@ def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray 
         encoder.label_mean.copy_(torch.from_numpy(labels[train].mean(0)))
         encoder.label_std.copy_(torch.from_numpy(labels[train].std(0) + 1e-3))
     encoder.to(device)
+    precision = autocast_dtype(False, config.cpu_bf16, torch.device(device), "frame_pretraining.cpu_bf16")
     optimizer = torch.optim.AdamW(encoder.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=config.lr, total_steps=config.steps,
                                                    pct_start=max(0.05, 2 / config.steps))  # >= 2 warm-up steps
@@ -55,7 +57,8 @@ def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray 
     bar = tqdm(range(config.steps), desc="pretrain frame encoder", unit="step", disable=not progress_bar)
     for step in bar:
         idx = rng.choice(train, size=config.batch_size)
-        loss = encoder.loss(*_batch(images, labels, instructions, idx, device))
+        with autocast(torch.device(device), precision):
+            loss = encoder.loss(*_batch(images, labels, instructions, idx, device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -64,7 +67,8 @@ def pretrain_frame_encoder(images: Mapping[str, np.ndarray], labels: np.ndarray 
             bar.set_postfix(loss=f"{loss.item():.4f}")
     encoder.eval()
     metrics = {"frames": n, "train_frames": len(train), "val_frames": len(val), "steps": config.steps,
-               "time_s": time.perf_counter() - t0, "identity": encoder.identity()}
+               "time_s": time.perf_counter() - t0, "identity": encoder.identity(),
+               "precision": "bf16" if precision is not None else "fp32"}
     metrics.update(evaluate_frame_encoder(encoder, images, labels, instructions, val))
     if tasks is not None and len(set(tasks)) > 1:
         frame_tasks = np.asarray(tasks)[val]

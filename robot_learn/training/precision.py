@@ -24,14 +24,15 @@ def cpu_runs_bf16() -> bool:
     return any(check is not None and bool(check()) for check in checks)
 
 
-def autocast_dtype(amp: bool, cpu_amp: bool, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype of a training step on ``device`` (None: fp32)."""
+def autocast_dtype(amp: bool, cpu_amp: bool, device: torch.device, setting: str = "train.cpu_amp") -> torch.dtype | None:
+    """The autocast dtype of a training step on ``device`` (None: fp32); ``setting`` names
+    ``cpu_amp`` in the warning on a CPU without native bf16."""
     if device.type == "cuda":
         return torch.bfloat16 if amp else None
     if device.type == "cpu" and cpu_amp:
         if cpu_runs_bf16():
             return torch.bfloat16
-        warnings.warn("train.cpu_amp=true: this CPU has no native bf16 (AVX512-BF16 or AMX), so bf16 autocast "
+        warnings.warn(f"{setting}=true: this CPU has no native bf16 (AVX512-BF16 or AMX), so bf16 autocast "
                       "would not speed training up; training in fp32", stacklevel=2)
     return None
 

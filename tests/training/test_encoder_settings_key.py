@@ -20,6 +20,7 @@ def test_a_default_written_out_is_the_same_encoder_and_any_other_value_is_anothe
     assert _key({}, {"steps": 100, "batch_size": 64}) == plain
     assert _key({"channels": [32, 64]}, {"steps": 100}) == plain
     assert _key({}, {"steps": 100, "batch_size": 32}) != plain
+    assert _key({}, {"steps": 100, "cpu_bf16": True}) != plain  # another precision, another encoder
     assert _key({"channels": [16, 32]}, {"steps": 100}) != plain
     assert _key({}, {"steps": 100}, tasks=("stack",)) != plain
 
