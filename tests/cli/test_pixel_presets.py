@@ -141,24 +141,27 @@ def test_encoder_finetuning_reuses_the_encoder_and_changes_it_inside_the_policy(
     assert set(finetuned.obs_shapes) == {"state", "images/front", "images/wrist"}
 
 
-def test_cpu_bf16_pretrains_and_fine_tunes_in_bf16_on_a_bf16_cpu_as_another_encoder(pixel_run):
-    """frame_pretraining.cpu_bf16: pretraining (its record says the precision) and the fine-tuning
-    phase (train.cpu_amp in its config) under bf16 autocast where the CPU runs bf16, fp32 elsewhere;
-    another precision is another encoder directory."""
+def test_cpu_bf16_pretrains_and_fine_tunes_in_bf16_on_a_bf16_cpu_and_fp32_is_another_encoder(pixel_run):
+    """frame_pretraining.cpu_bf16 (the preset's default): pretraining (its record says the precision)
+    and the fine-tuning phase (train.cpu_amp in its config) under bf16 autocast where the CPU runs
+    bf16, fp32 elsewhere; cpu_bf16=false pretrains another encoder, in fp32."""
     import yaml
 
     from robot_learn.training.precision import cpu_runs_bf16
 
     tmp, out, run = pixel_run
     assert out.returncode == 0, out.stderr[-3000:]
-    bf16 = run("run_dir=run8", "policy.frame_pretraining.cpu_bf16=true", "policy.frame_pretraining.finetune_steps=2",
-               "policy.frame_pretraining.finetune_batch_size=3")
-    assert bf16.returncode == 0, bf16.stderr[-3000:]
-    assert "frame encoder saved to" in bf16.stdout  # not the fp32 encoder of the runs before
+    tuned = ("policy.frame_pretraining.finetune_steps=2", "policy.frame_pretraining.finetune_batch_size=3")
+    fp32 = run("run_dir=run_fp32", "policy.frame_pretraining.cpu_bf16=false", *tuned)
+    bf16 = run("run_dir=run_bf16", *tuned)
+    assert fp32.returncode == 0 and bf16.returncode == 0, (fp32.stderr + bf16.stderr)[-3000:]
+    assert "frame encoder saved to" in fp32.stdout and "using the frame encoder in" in bf16.stdout
     records = [json.loads(p.read_text()) for p in (tmp / "data" / "frame_encoders").glob("*/pretraining.json")]
     assert sorted(r["precision"] for r in records) == sorted(["fp32", "bf16" if cpu_runs_bf16() else "fp32"])
-    phases = [yaml.safe_load((tmp / "run8" / d / "train_config.yaml").read_text()) for d in (".", "encoder_finetune")]
-    assert [p["cpu_amp"] for p in phases] == [False, True]
+    for run_dir, cpu_amp in (("run_fp32", False), ("run_bf16", True)):
+        phases = [yaml.safe_load((tmp / run_dir / d / "train_config.yaml").read_text())
+                  for d in (".", "encoder_finetune")]
+        assert [p["cpu_amp"] for p in phases] == [False, cpu_amp], run_dir
 
 
 def train_batch(run_dir) -> int:
