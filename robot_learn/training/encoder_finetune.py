@@ -18,6 +18,7 @@ from typing import Any
 from robot_learn.data import WindowSampler
 from robot_learn.policies.frame_encoder import FramePretrainConfig
 from robot_learn.training.config import TrainConfig
+from robot_learn.training.precision import cpu_runs_bf16
 from robot_learn.training.trainer import Trainer
 
 FINETUNE_DIRNAME = "encoder_finetune"
@@ -49,7 +50,7 @@ def finetune_frame_encoder(trainer: Trainer, demos: Any, derived: dict, train_cf
     cfg = dataclasses.replace(
         train_cfg, steps=settings.finetune_steps, lr=settings.finetune_lr, eval_every=0,
         batch_size=settings.finetune_batch_size or train_cfg.batch_size,
-        cpu_amp=train_cfg.cpu_amp or settings.cpu_bf16,
+        cpu_amp=train_cfg.cpu_amp or (settings.cpu_bf16 and cpu_runs_bf16()),  # pretraining warned already
         warmup_steps=min(train_cfg.warmup_steps, max(1, settings.finetune_steps // 10)),
         ckpt_every=min(train_cfg.ckpt_every, settings.finetune_steps),
         out_dir=str(Path(train_cfg.out_dir) / FINETUNE_DIRNAME))

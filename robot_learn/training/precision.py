@@ -4,9 +4,10 @@ that run bf16 natively (``train.cpu_amp``), fp32 elsewhere.
 bf16 needs no loss scaling. The weights, gradients and optimizer state stay fp32; autocast
 runs convolutions and matrix products in bf16. On a CPU with AVX512-BF16 (2 cores) it made
 a training step of the ResNet-18-wide image configuration 1.4x faster and the state U-Net's
-1.1-1.2x (``benchmarks/bench_vs_lerobot.py``). It did not speed up ``make demo`` beyond this
-machine's drift (its quarter-width frame encoder gains nothing), and it slowed the VLA's step
-(0.945x), so ``cpu_amp`` is off by default (docs/benchmarks.md).
+1.1-1.2x (``benchmarks/bench_vs_lerobot.py``). It did not speed up the pixel preset's cached phase,
+and it slowed the VLA's step (0.945x), so ``cpu_amp`` is off by default. The pixel presets' frame
+encoder has its own switch, ``frame_pretraining.cpu_bf16``: with its activations NCHW under
+autocast its step takes 0.64x of fp32's (``benchmarks/bench_encoder_layout.py``; docs/benchmarks.md).
 On a CPU without native bf16 it falls back to fp32 with one warning.
 """
 
