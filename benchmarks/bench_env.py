@@ -197,8 +197,10 @@ def main() -> None:
                         help="only time rendering this many pretraining scenes, 1 thread against --workers")
     parser.add_argument("--collect-demos", type=int, default=0,
                         help="only time collect_demos of this many episodes, 1 thread against --workers")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2, help="threads timed against one (>= 2)")
     args = parser.parse_args()
+    if args.workers < 2 and (args.scene_frames or args.collect_demos):
+        parser.error(f"--workers must be >= 2 (it is timed against one thread), got {args.workers}")
     print(f"config: task={args.task} repeats={args.repeats} mujoco={mujoco.__version__} "
           f"MUJOCO_GL={os.environ.get('MUJOCO_GL')} python={platform.python_version()} cpus={os.cpu_count()}")
     if args.scene_frames:

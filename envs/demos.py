@@ -151,6 +151,9 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
     except BaseException:
         env.close()
         raise
+    if workers > 1:  # it only checked the settings: each worker makes its own env
+        env.close()
+        env = None
     successes = stored = 0
     bar = tqdm(total=episodes, desc=f"collect {task}", unit="ep", disable=not progress_bar)
     recorded = episodes_in_order(new_env, record, episodes, workers, env=env)
@@ -165,7 +168,8 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
     finally:
         recorded.close()  # stops the recording threads
         bar.close()
-        env.close()
+        if env is not None:
+            env.close()
         store.close()
     return CollectSummary(path=path, attempted=episodes, successes=successes, stored=stored)
 

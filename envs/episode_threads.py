@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 T = TypeVar("T")
 
-_make_lock = threading.Lock()  # envs are made one at a time (model compilation, GL contexts)
+_make_lock = threading.Lock()  # envs are made one at a time (MuJoCo compiles each model; renderers are made later)
 
 
 def episodes_in_order(make_env: Callable[[], Any], record: Callable[[Any, int], T], count: int,
@@ -52,6 +52,7 @@ def _threaded(make_env: Callable[[], Any], record: Callable[[Any, int], T], coun
         except BaseException as exc:  # noqa: BLE001 - handed to the reader
             with cond:
                 state["error"] = state["error"] or exc
+                state["stop"] = True
                 cond.notify_all()
             return
         try:
@@ -83,7 +84,7 @@ def _threaded(make_env: Callable[[], Any], record: Callable[[Any, int], T], coun
             with cond:
                 while i not in done and state["error"] is None:
                     cond.wait()
-                if i not in done:
+                if state["error"] is not None:  # an env that could not be made: at once, not when its turn comes
                     raise state["error"]
                 value, error = done.pop(i)
                 state["read"] = i + 1

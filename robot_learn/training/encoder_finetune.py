@@ -18,7 +18,7 @@ from typing import Any
 from robot_learn.data import WindowSampler
 from robot_learn.policies.frame_encoder import FramePretrainConfig
 from robot_learn.training.config import TrainConfig
-from robot_learn.training.precision import cpu_runs_bf16
+from robot_learn.training.precision import autocast_dtype
 from robot_learn.training.trainer import Trainer
 
 FINETUNE_DIRNAME = "encoder_finetune"
@@ -38,9 +38,13 @@ def finetune_frame_encoder(trainer: Trainer, demos: Any, derived: dict, train_cf
     ``ema_policy`` it starts from): the parameters ``trainer`` trained plus those the encoder's
     ``encode`` reads take gradients, batches carry the encoder's cameras, the learning rate is
     ``finetune_lr`` for all of them and the batch ``finetune_batch_size`` (0: ``train_cfg``'s), in
-    bf16 autocast on the CPU with ``cpu_bf16`` (or ``train_cfg.cpu_amp``);
+    bf16 autocast on the CPU with ``cpu_bf16`` where the CPU runs bf16 (a warning naming
+    ``cpu_bf16`` elsewhere), or with ``train_cfg.cpu_amp``;
     ``memory``: the sampler's ``max_cache_bytes`` / ``windows_per_frame`` (None: its defaults)."""
     settings = FramePretrainConfig(**trainer.ema_policy.config.frame_pretraining)
+    # cpu_bf16 covers this phase too. train.cpu_amp is set only where bf16 will run: the Trainer's
+    # own fallback warning would name train.cpu_amp, a setting the user never set.
+    bf16 = autocast_dtype(False, settings.cpu_bf16, trainer.device, "frame_pretraining.cpu_bf16") is not None
     trained = {name for name, p in trainer.policy.named_parameters() if p.requires_grad}
     policy = copy.deepcopy(trainer.ema_policy)
     # Only what the policy's loss reaches: DDP refuses parameters that take no gradient.
@@ -50,7 +54,7 @@ def finetune_frame_encoder(trainer: Trainer, demos: Any, derived: dict, train_cf
     cfg = dataclasses.replace(
         train_cfg, steps=settings.finetune_steps, lr=settings.finetune_lr, eval_every=0,
         batch_size=settings.finetune_batch_size or train_cfg.batch_size,
-        cpu_amp=train_cfg.cpu_amp or (settings.cpu_bf16 and cpu_runs_bf16()),  # pretraining warned already
+        cpu_amp=train_cfg.cpu_amp or bf16,
         warmup_steps=min(train_cfg.warmup_steps, max(1, settings.finetune_steps // 10)),
         ckpt_every=min(train_cfg.ckpt_every, settings.finetune_steps),
         out_dir=str(Path(train_cfg.out_dir) / FINETUNE_DIRNAME))

@@ -55,12 +55,16 @@ def true_poses(view: Any, data_path: str) -> np.ndarray:
     return object_pose_labels(view.store.read("env_state"))
 
 
-def encoder_settings_key(policy_config: Any, tasks: list[str]) -> str:
+def encoder_settings_key(policy_config: Any, tasks: list[str], device: Any = "cpu") -> str:
     """Hash of what makes an encoder: its settings and its pretraining, each with every
     default filled in (so a default changed in the code makes another encoder, never a stale
-    one reused), its tasks and the version of the rendered scenes."""
+    one reused), the precision it pretrains in on ``device``, its tasks and the version of the
+    rendered scenes."""
+    import torch
+
     from robot_learn.envs.scene_frames import SCENE_FRAMES_VERSION
     from robot_learn.policies.frame_encoder import FrameEncoderConfig, FramePretrainConfig
+    from robot_learn.training.precision import cpu_runs_bf16
 
     # The output setting only says what policies read, so every output shares one pretraining.
     settings = dataclasses.asdict(FrameEncoderConfig(**policy_config.frame_encoder))
@@ -68,6 +72,9 @@ def encoder_settings_key(policy_config: Any, tasks: list[str]) -> str:
     # Fine-tuning happens inside the policy, after pretraining: it does not make another encoder.
     pretraining = {k: v for k, v in dataclasses.asdict(FramePretrainConfig(**policy_config.frame_pretraining)).items()
                    if not k.startswith("finetune_")}
+    # The precision it really pretrains in: cpu_bf16 on a CPU without native bf16, or on a GPU, is fp32.
+    if pretraining.pop("cpu_bf16") and torch.device(device).type == "cpu" and cpu_runs_bf16():
+        pretraining["precision"] = "bf16"
     document = {"frame_encoder": settings, "frame_pretraining": pretraining,
                 "tasks": tasks, "scene_frames": SCENE_FRAMES_VERSION}
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:10]
@@ -98,7 +105,7 @@ def ensure_frame_encoder(policy_config: Any, task: str, root: Path, device: Any 
     pretrain = FramePretrainConfig(**policy_config.frame_pretraining)
     output = FrameEncoderConfig(**policy_config.frame_encoder).output
     tasks = pretrain.tasks or [task]
-    directory = root / f"{'_'.join(tasks)}_{encoder_settings_key(policy_config, tasks)}"
+    directory = root / f"{'_'.join(tasks)}_{encoder_settings_key(policy_config, tasks, device)}"
     if (directory / "model.safetensors").exists():
         try:
             encoder = FrameEncoder.load(directory)

@@ -7,7 +7,8 @@ a training step of the ResNet-18-wide image configuration 1.4x faster and the st
 1.1-1.2x (``benchmarks/bench_vs_lerobot.py``). It did not speed up the pixel preset's cached phase,
 and it slowed the VLA's step (0.945x), so ``cpu_amp`` is off by default. The pixel presets' frame
 encoder has its own switch, ``frame_pretraining.cpu_bf16``: with its activations NCHW under
-autocast its step takes 0.64x of fp32's (``benchmarks/bench_encoder_layout.py``; docs/benchmarks.md).
+autocast (as every camera encoder runs there) its step takes 0.66x of fp32's, against 1.17x
+channels-last (``benchmarks/bench_encoder_layout.py``; docs/benchmarks.md).
 On a CPU without native bf16 it falls back to fp32 with one warning.
 """
 

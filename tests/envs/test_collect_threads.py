@@ -1,6 +1,7 @@
 """Demos recorded in worker threads: the same store as one env gives, errors in order, threads stopped."""
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -53,6 +54,28 @@ def test_an_error_in_one_episode_comes_after_every_earlier_one_and_each_env_clos
             got.append(value)
     assert got == [0, 1, 2]
     assert len(envs) == 2 and all(env.closed_on == env.thread for env in envs)
+    assert not [t for t in threading.enumerate() if t.name.startswith("episodes-")]
+
+
+def test_an_env_that_cannot_be_made_stops_the_run_at_once_even_while_another_worker_keeps_up():
+    """The second worker's env fails while the first records episodes faster than the reader takes
+    them: the reader gets the error at its next episode, not after the first worker has recorded
+    every episode alone (which it did before this was fixed)."""
+    calls = []
+
+    def make():
+        calls.append(1)
+        if len(calls) == 2:
+            time.sleep(0.05)
+            raise RuntimeError("no EGL display")
+        return Env([])
+
+    got = []
+    with pytest.raises(RuntimeError, match="no EGL display"):
+        for value in episodes_in_order(make, lambda env, i: i, 60, workers=2):
+            got.append(value)
+            time.sleep(0.01)  # the reader writes the store
+    assert got == list(range(len(got))) and len(got) < 20
     assert not [t for t in threading.enumerate() if t.name.startswith("episodes-")]
 
 
