@@ -151,13 +151,14 @@ def collect_demos(task: str, episodes: int, path: str | Path, *, noise: float = 
     except BaseException:
         env.close()
         raise
-    if workers > 1:  # it only checked the settings: each worker makes its own env
-        env.close()
-        env = None
     successes = stored = 0
     bar = tqdm(total=episodes, desc=f"collect {task}", unit="ep", disable=not progress_bar)
-    recorded = episodes_in_order(new_env, record, episodes, workers, env=env)
+    threaded = workers > 1 and episodes > 1  # the env only checked the settings: each worker makes its own
+    recorded = episodes_in_order(new_env, record, episodes, workers, env=None if threaded else env)
     try:
+        if threaded:
+            checked, env = env, None
+            checked.close()
         for i, (steps, meta) in enumerate(recorded):
             successes += meta["success"]
             if meta["success"] or keep_failures:

@@ -36,7 +36,7 @@ def episodes_in_order(make_env: Callable[[], Any], record: Callable[[Any, int], 
             if own:
                 env.close()
         return
-    yield from _threaded(make_env, record, count, workers)
+    yield from _threaded(make_env, record, count, min(workers, count))  # no env made for nothing
 
 
 def _threaded(make_env: Callable[[], Any], record: Callable[[Any, int], T], count: int,

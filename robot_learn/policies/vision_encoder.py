@@ -158,8 +158,8 @@ class VisionEncoder(CroppingImageModule):
             x = x.contiguous(memory_format=torch.channels_last)
         elif x.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
             # bf16 convolutions and GroupNorm run fastest on contiguous (NCHW) activations: a bf16
-            # training step of each encoder measured took 0.59-0.71x of fp32's NCHW, 0.67-1.27x
-            # channels-last; bf16 GroupNorm alone 4.3-5.9x slower channels-last
+            # training step of each encoder measured took 0.59-0.71x of the fp32 step's time NCHW,
+            # 0.67-1.27x channels-last; bf16 GroupNorm alone 4.3-5.9x slower channels-last
             # (benchmarks/bench_encoder_layout.py; docs/benchmarks.md)
             x = x.contiguous()
         for index, layer in enumerate(self.backbone):

@@ -142,10 +142,11 @@ def test_encoder_finetuning_reuses_the_encoder_and_changes_it_inside_the_policy(
 
 
 def test_cpu_bf16_pretrains_and_fine_tunes_in_bf16_on_a_bf16_cpu_and_fp32_is_another_encoder(pixel_run):
-    """frame_pretraining.cpu_bf16 (the preset's default): pretraining (its record says the precision)
+    """frame_pretraining.cpu_bf16=true: pretraining (its record says the precision)
     and the fine-tuning phase (train.cpu_amp in its config) under bf16 autocast where the CPU runs
     bf16, fp32 elsewhere (the fine-tuning phase then sets no train.cpu_amp, whose warning would name a
-    setting the user never set); cpu_bf16=false pretrains another encoder, in fp32."""
+    setting the user never set); there it is another encoder than the default's (fp32, which the
+    fixture's run pretrained and cpu_bf16=false reuses)."""
     import yaml
 
     from robot_learn.training.precision import cpu_runs_bf16
@@ -154,11 +155,12 @@ def test_cpu_bf16_pretrains_and_fine_tunes_in_bf16_on_a_bf16_cpu_and_fp32_is_ano
     assert out.returncode == 0, out.stderr[-3000:]
     tuned = ("policy.frame_pretraining.finetune_steps=2", "policy.frame_pretraining.finetune_batch_size=3")
     fp32 = run("run_dir=run_fp32", "policy.frame_pretraining.cpu_bf16=false", *tuned)
-    bf16 = run("run_dir=run_bf16", *tuned)
+    bf16 = run("run_dir=run_bf16", "policy.frame_pretraining.cpu_bf16=true", *tuned)
     assert fp32.returncode == 0 and bf16.returncode == 0, (fp32.stderr + bf16.stderr)[-3000:]
-    assert "frame encoder saved to" in fp32.stdout and "using the frame encoder in" in bf16.stdout
+    assert "using the frame encoder in" in fp32.stdout
+    assert ("frame encoder saved to" if cpu_runs_bf16() else "using the frame encoder in") in bf16.stdout
     records = [json.loads(p.read_text()) for p in (tmp / "data" / "frame_encoders").glob("*/pretraining.json")]
-    assert sorted(r["precision"] for r in records) == sorted(["fp32", "bf16" if cpu_runs_bf16() else "fp32"])
+    assert sorted(r["precision"] for r in records) == sorted(["fp32"] + (["bf16"] if cpu_runs_bf16() else []))
     for run_dir, cpu_amp in (("run_fp32", False), ("run_bf16", cpu_runs_bf16())):
         phases = [yaml.safe_load((tmp / run_dir / d / "train_config.yaml").read_text())
                   for d in (".", "encoder_finetune")]

@@ -79,6 +79,12 @@ def test_an_env_that_cannot_be_made_stops_the_run_at_once_even_while_another_wor
     assert not [t for t in threading.enumerate() if t.name.startswith("episodes-")]
 
 
+def test_no_more_workers_than_episodes_make_envs():
+    made = []
+    assert list(episodes_in_order(lambda: made.append(1) or Env([]), lambda env, i: i, 2, workers=4)) == [0, 1]
+    assert len(made) == 2
+
+
 def test_leaving_early_stops_the_threads_and_one_worker_uses_the_callers_env():
     made = []
     recorded = episodes_in_order(lambda: made.append(1) or Env([]), lambda env, i: i, 100, workers=2)
