@@ -38,7 +38,15 @@ class CroppingImageModule(nn.Module):
         return images[torch.arange(n, device=images.device)[:, None, None], rows, cols]
 
     def image_input(self, images: torch.Tensor) -> torch.Tensor:
-        """Checked, cropped images as float ``[N, 3, crop_size, crop_size]`` in [-1, 1]."""
+        """Checked, cropped images as float ``[N, 3, crop_size, crop_size]`` in [-1, 1]: strided
+        channels-last (the permuted frames, the fastest fp32 layout on CPU), or contiguous (NCHW)
+        under CPU autocast, where bf16 convolutions and GroupNorm run fastest: a bf16 training
+        step of each camera encoder measured took 0.59-0.71x of the fp32 step's time NCHW,
+        0.67-1.27x channels-last; bf16 GroupNorm alone 4.3-5.9x slower channels-last
+        (benchmarks/bench_encoder_layout.py; docs/benchmarks.md)."""
         if images.dtype != torch.uint8 or images.ndim != 4 or images.shape[-1] != 3:
             raise ValueError(f"expected uint8 images [N, H, W, 3], got {images.dtype} {tuple(images.shape)}")
-        return self.crop(images).permute(0, 3, 1, 2).float() / 127.5 - 1.0
+        x = self.crop(images).permute(0, 3, 1, 2).float() / 127.5 - 1.0
+        if x.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+            x = x.contiguous()
+        return x

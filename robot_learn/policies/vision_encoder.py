@@ -153,15 +153,9 @@ class VisionEncoder(CroppingImageModule):
         if self.cond_dim and (cond is None or cond.shape != (images.shape[0], self.cond_dim)):
             got = None if cond is None else tuple(cond.shape)
             raise ValueError(f"this encoder is FiLM-conditioned: needs cond [{images.shape[0]}, {self.cond_dim}], got {got}")
-        x = self.image_input(images)  # strided channels-last: the fastest fp32 layout on CPU
+        x = self.image_input(images)  # channels-last strides, NCHW under CPU autocast (image_input)
         if self.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        elif x.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
-            # bf16 convolutions and GroupNorm run fastest on contiguous (NCHW) activations: a bf16
-            # training step of each encoder measured took 0.59-0.71x of the fp32 step's time NCHW,
-            # 0.67-1.27x channels-last; bf16 GroupNorm alone 4.3-5.9x slower channels-last
-            # (benchmarks/bench_encoder_layout.py; docs/benchmarks.md)
-            x = x.contiguous()
         for index, layer in enumerate(self.backbone):
             x = layer(x)
             film = self.film[str(index)] if str(index) in self.film else None

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from robot_learn.policies.discrete_diffusion.observation_tokens import PatchStem
 from robot_learn.policies.frame_encoder import FrameEncoder, FrameEncoderConfig, FramePretrainConfig
 from robot_learn.training.frame_pretraining import pretrain_frame_encoder
 from robot_learn.training.precision import cpu_runs_bf16
@@ -22,12 +23,11 @@ def _squares(n: int, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:
     return {"front": images}, ((corners + 3) / 32.0).astype(np.float32)
 
 
-def _norm_input_layouts(encoder: FrameEncoder, amp: bool) -> set[bool]:
+def _norm_input_layouts(encoder: torch.nn.Module, amp: bool, images) -> set[bool]:
     """Whether each GroupNorm's input is contiguous (NCHW), in one training forward."""
     seen: set[bool] = set()
     hooks = [m.register_forward_hook(lambda _m, inp, _o: seen.add(inp[0].is_contiguous()))
              for m in encoder.modules() if isinstance(m, torch.nn.GroupNorm)]
-    images = {"front": torch.randint(0, 255, (4, 32, 32, 3), dtype=torch.uint8)}
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
         encoder.train()(images)
     for hook in hooks:
@@ -35,12 +35,16 @@ def _norm_input_layouts(encoder: FrameEncoder, amp: bool) -> set[bool]:
     return seen
 
 
-def test_under_cpu_autocast_the_encoder_runs_on_contiguous_activations_and_channels_last_otherwise():
+def test_under_cpu_autocast_the_camera_encoders_run_on_contiguous_activations_and_channels_last_otherwise():
     """bf16 GroupNorm on channels-last activations was the slow part of a bf16 encoder step
     (docs/benchmarks.md, session 60); fp32 keeps the strided layout, its fastest."""
+    frames = torch.randint(0, 255, (4, 32, 32, 3), dtype=torch.uint8)
     encoder = FrameEncoder(FrameEncoderConfig(**TINY))
-    assert _norm_input_layouts(encoder, amp=True) == {True}
-    assert _norm_input_layouts(encoder, amp=False) == {False}
+    assert _norm_input_layouts(encoder, True, {"front": frames}) == {True}
+    assert _norm_input_layouts(encoder, False, {"front": frames}) == {False}
+    stem = PatchStem(32, 28, (8, 16), 3, 16)  # the VLA's camera stem shares the image input
+    assert _norm_input_layouts(stem, True, frames) == {True}
+    assert _norm_input_layouts(stem, False, frames) == {False}
 
 
 @pytest.mark.skipif(not cpu_runs_bf16(), reason="this CPU has no native bf16 (AVX512-BF16 or AMX)")
