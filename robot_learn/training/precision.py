@@ -6,9 +6,9 @@ runs convolutions and matrix products in bf16. On a CPU with AVX512-BF16 (2 core
 a training step of the ResNet-18-wide image configuration 1.4x faster (1.47x since the
 encoders run NCHW under autocast) and the state U-Net's 1.0-1.2x
 (``benchmarks/bench_vs_lerobot.py``). It did not speed up the pixel preset's cached phase,
-and it slowed the VLA's step (0.945x), so ``cpu_amp`` is off by default. The pixel presets'
+and it slowed the VLA's step (0.945x, before its patch stem ran NCHW under autocast), so ``cpu_amp`` is off by default. The pixel presets'
 frame encoder has its own switch, ``frame_pretraining.cpu_bf16``, off too (it cost stack 12
-points): with its activations NCHW under autocast (as every ``VisionEncoder`` runs there) its
+points): with its activations NCHW under autocast (as every camera encoder runs there) its
 step takes 0.66x of fp32's, against 1.17x channels-last
 (``benchmarks/bench_encoder_layout.py``; docs/benchmarks.md).
 On a CPU without native bf16 it falls back to fp32 with a warning (for ``cpu_bf16``: one in
