@@ -64,7 +64,7 @@ def encoder_settings_key(policy_config: Any, tasks: list[str], device: Any = "cp
 
     from robot_learn.envs.scene_frames import SCENE_FRAMES_VERSION
     from robot_learn.policies.frame_encoder import FrameEncoderConfig, FramePretrainConfig
-    from robot_learn.training.precision import cpu_runs_bf16
+    from robot_learn.training.precision import runs_bf16
 
     # The output setting only says what policies read, so every output shares one pretraining.
     settings = dataclasses.asdict(FrameEncoderConfig(**policy_config.frame_encoder))
@@ -73,7 +73,7 @@ def encoder_settings_key(policy_config: Any, tasks: list[str], device: Any = "cp
     pretraining = {k: v for k, v in dataclasses.asdict(FramePretrainConfig(**policy_config.frame_pretraining)).items()
                    if not k.startswith("finetune_")}
     # The precision it really pretrains in: cpu_bf16 on a CPU without native bf16, or on a GPU, is fp32.
-    if pretraining.pop("cpu_bf16") and torch.device(device).type == "cpu" and cpu_runs_bf16():
+    if runs_bf16(False, pretraining.pop("cpu_bf16"), torch.device(device)):
         pretraining["precision"] = "bf16"
     document = {"frame_encoder": settings, "frame_pretraining": pretraining,
                 "tasks": tasks, "scene_frames": SCENE_FRAMES_VERSION}
