@@ -22,7 +22,8 @@ from raw observations, DDIM-10 and the MIP head's two passes, eager and with
 ``compile_inference``, all with ``fast_inference``, the default; LeRobot's:
 ``generate_actions`` on a ready batch, DDIM-10, and for the image configuration also with
 its encoder channels-last, as ``fast_inference`` runs ours). On a CPU with native bf16
-(AVX512-BF16 or AMX) the training steps also run under bf16 autocast in both projects: ours
+(AVX512-BF16 or AMX) the compiled MIP-2 chunk also runs with ``compile_bf16`` and LeRobot's
+DDIM-10 under bf16 autocast, and the training steps run under bf16 autocast in both projects: ours
 with ``train.cpu_amp``, LeRobot's under the same ``torch.autocast`` its ``use_amp`` opens (its
 train script's ``GradScaler`` is left out: bf16 needs no loss scaling, and ours has none). The
 arms alternate rep by rep; ratios are medians of the per-rep ratios with 95% bootstrap
@@ -164,8 +165,12 @@ def bench_policy(name: str, args, tmp: Path) -> None:
     eval_ours = make_policy("diffusion", config, None).eval()  # fast_inference: matmul U-Net, channels-last encoder
     eval_ours.load_state_dict(mine.state_dict())
     mips = {}
-    for arm, compiled in (("ours MIP-2", False), ("ours MIP-2 compiled", True)):
-        mips[arm] = make_policy("diffusion", config.with_changes(head="mip", compile_inference=compiled), None).eval()
+    mip_arms = [("ours MIP-2", False, False), ("ours MIP-2 compiled", True, False)]
+    if cpu_runs_bf16():  # compile_bf16: the compiled calls in bf16, weights frozen in
+        mip_arms.append(("ours MIP-2 compiled bf16", True, True))
+    for arm, compiled, bf16 in mip_arms:
+        mips[arm] = make_policy("diffusion", config.with_changes(head="mip", compile_inference=compiled,
+                                                                 compile_bf16=bf16), None).eval()
         mips[arm].load_state_dict(mine.state_dict())
     other.eval()
     obs, their_obs = observation(config), their_batch(lr_config, 1, train=False)
@@ -176,10 +181,17 @@ def bench_policy(name: str, args, tmp: Path) -> None:
     if lr_config.image_features:  # LeRobot's encoder given the same channels-last layout as ours
         their_cl = channels_last_copy(other)
         arms["lerobot DDIM-10 channels-last"] = lambda: their_cl.diffusion.generate_actions(their_obs)
+    if "ours MIP-2 compiled bf16" in mips:  # LeRobot under the same bf16 autocast, for equal precision
+
+        def their_bf16_chunk() -> None:
+            with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+                other.diffusion.generate_actions(their_obs)
+        arms["lerobot DDIM-10 bf16"] = their_bf16_chunk
     with torch.no_grad():
-        t0 = time.perf_counter()
-        mips["ours MIP-2 compiled"].predict_action_chunk(obs, generator=generator)
-        print(f"  (compile_inference: the first chunk compiled in {time.perf_counter() - t0:.0f} s)")
+        for arm in [a for a in mips if "compiled" in a]:
+            t0 = time.perf_counter()
+            mips[arm].predict_action_chunk(obs, generator=generator)
+            print(f"  ({arm}: the first chunk compiled in {time.perf_counter() - t0:.0f} s)")
         chunk_times: dict[str, list[float]] = {arm: [] for arm in arms}
         paired(chunk_times, args.runs, 5, arms)
 

@@ -147,18 +147,22 @@ def set_sampler(policy, cfg: DictConfig) -> None:
 def set_compile(policy, cfg: DictConfig) -> None:
     """``compile``: true runs the policy's network calls through ``torch.compile``
     (``compile_inference``: the diffusion denoiser and image encoders or the VLA's decoding rounds,
-    and the frame encoder), false runs them eagerly, null keeps the checkpoint's setting."""
+    and the frame encoder), bf16 runs a diffusion policy's compiled calls in bf16 too
+    (``compile_bf16``), false runs them eagerly, null keeps the checkpoint's setting."""
     from robot_learn.cli.hydra_app import CLIError
-    enabled = setting(cfg, "compile", bool, optional=True)
-    if enabled is None:
+    value = OmegaConf.select(cfg, "compile")
+    if value is None:
         return
+    if value not in (True, False, "bf16"):
+        raise CLIError(f"compile must be true, false, bf16 or null, got {value!r}")
     if hasattr(policy, "set_fast_inference"):
-        policy.set_fast_inference(policy.config.fast_inference, compile=enabled)
-    elif hasattr(policy, "set_compile_inference"):
-        policy.set_compile_inference(enabled)
+        policy.set_fast_inference(policy.config.fast_inference, compile=bool(value), bf16=value == "bf16")
+    elif hasattr(policy, "set_compile_inference") and value != "bf16":
+        policy.set_compile_inference(value)
     else:
-        raise CLIError(f"compile applies to diffusion and discrete-diffusion policies; this checkpoint is a "
-                       f"{policy.name} policy")
+        what = "compile=bf16 applies to diffusion policies" if hasattr(policy, "set_compile_inference") else \
+            "compile applies to diffusion and discrete-diffusion policies"
+        raise CLIError(f"{what}; this checkpoint is a {policy.name} policy")
 
 
 def guide_settings(cfg: DictConfig) -> tuple[str, object] | None:

@@ -23,11 +23,7 @@ import warnings
 
 import torch
 
-
-def cpu_runs_bf16() -> bool:
-    """Whether this CPU has native bf16 arithmetic (AVX512-BF16 or AMX tiles)."""
-    checks = (getattr(torch.cpu, "_is_avx512_bf16_supported", None), getattr(torch.cpu, "_is_amx_tile_supported", None))
-    return any(check is not None and bool(check()) for check in checks)
+from robot_learn.policies.compiled_call import cpu_runs_bf16
 
 
 def runs_bf16(amp: bool, cpu_amp: bool, device: torch.device) -> bool:

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from robot_learn.policies import diffusion_state_config, make_policy
+from robot_learn.policies.compiled_call import cpu_runs_bf16
 
 
 def _saved_policy(path):
@@ -160,10 +161,16 @@ def test_compile_on_a_diffusion_policy_switches_its_denoiser_and_keeps_its_fast_
     policy = load_policy(_saved_policy(tmp_path / "ckpt"))
     set_compile(policy, OmegaConf.create({"compile": True}))
     assert (policy.config.compile_inference, policy.config.fast_inference) == (True, True)
+    set_compile(policy, OmegaConf.create({"compile": "bf16"}))  # bf16 where the CPU runs it natively
+    assert (policy.config.compile_inference, policy.config.compile_bf16) == (True, True)
+    assert policy.compiled_denoiser.bf16 == cpu_runs_bf16()
+    set_compile(policy, OmegaConf.create({"compile": True}))
+    assert (policy.config.compile_bf16, policy.compiled_denoiser.bf16) == (False, False)
 
 
 @pytest.mark.parametrize("args, message", [
-    (["compile=maybe"], "compile must be true or false or null, got 'maybe'"),
+    (["compile=maybe"], "compile must be true, false, bf16 or null, got 'maybe'"),
+    (["compile=bf16"], "compile=bf16 applies to diffusion policies; this checkpoint is a discrete_diffusion policy"),
     (["sampler=ddim"], "sampler applies to diffusion policies (sampler_steps to them and to the discrete-diffusion VLA); "
                        "this checkpoint is a discrete_diffusion policy"),
 ])

@@ -228,3 +228,25 @@ def test_fast_inference_runs_the_image_encoders_channels_last_in_eval_mode_only(
     assert not torch.allclose(chunk(policy.eval(), obs), fast, atol=1e-4)  # the updates reached the weights
     policy.set_fast_inference(False)
     assert all(c.weight.is_contiguous() for c in convs)
+
+
+def test_compile_bf16_runs_every_compiled_call_of_a_pixel_preset_in_bf16_close_to_fp32():
+    """``compile_bf16``: the denoiser and the frame encoder compiled in bf16 (weights frozen in)
+    where the CPU runs bf16 natively; elsewhere fp32 after one warning."""
+    from robot_learn.policies.compiled_call import CompiledCall, cpu_runs_bf16
+
+    policy = preset_policy("diffusion_mip_pixels")
+    obs = random_obs(policy, 1)
+    policy.set_fast_inference(True, compile=True)
+    fp32 = chunk(policy, obs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        policy.set_fast_inference(True, compile=True, bf16=True)
+    calls = [v for m in policy.modules() for v in vars(m).values() if isinstance(v, CompiledCall)]
+    assert {c.what for c in calls} >= {"the denoiser", "the frame encoder"}
+    assert all(c.bf16 == cpu_runs_bf16() for c in calls)
+    assert any("no native bf16" in str(w.message) for w in caught) != cpu_runs_bf16()
+    bf16 = chunk(policy, obs)
+    assert not any(c.failed for c in calls)
+    assert torch.equal(bf16, fp32) != cpu_runs_bf16()
+    torch.testing.assert_close(bf16, fp32, atol=0.05, rtol=0.05)

@@ -37,7 +37,7 @@ class DiffusionConfig:
     # run may resume with them changed (Trainer's resume check).
     inference_fields: ClassVar[frozenset[str]] = frozenset({
         "execute_horizon", "inference_scheduler", "num_inference_steps", "fast_inference", "compile_inference",
-        "clip_sample_range"})
+        "compile_bf16", "clip_sample_range"})
 
     # shapes
     action_dim: int = 5
@@ -101,6 +101,10 @@ class DiffusionConfig:
     # inductor's on-disk cache warm), new weights compile the encoders again, and it needs a C++
     # compiler; eager after one warning if not.
     compile_inference: bool = False
+    # with compile_inference: those calls in bf16, their weights frozen in as bf16 constants
+    # (CompiledCall.set_bf16). Only where the CPU runs bf16 natively (AVX512-BF16 or AMX), else
+    # fp32 after a warning. Actions differ from fp32's by bf16 rounding.
+    compile_bf16: bool = False
     # pixels through a pretrained, frozen frame encoder (FrameEncoderConfig / FramePretrainConfig
     # as dicts; empty: none). Its output is the low-dim key "features", added to state_dims.
     frame_encoder: dict[str, Any] = field(default_factory=dict)

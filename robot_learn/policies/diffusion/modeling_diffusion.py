@@ -18,6 +18,7 @@ predicts in two noiseless passes (``mip_head.py``).
 from __future__ import annotations
 
 import math
+import warnings
 
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -27,7 +28,7 @@ import torch.nn.functional as F
 from diffusers import DDIMScheduler, DDPMScheduler, DPMSolverMultistepScheduler
 
 from robot_learn.policies.base import Obs, Policy
-from robot_learn.policies.compiled_call import CompiledCall
+from robot_learn.policies.compiled_call import CompiledCall, cpu_runs_bf16, set_compiled_bf16
 from robot_learn.policies.config_checks import check_choice
 from robot_learn.policies.diffusion.configuration_diffusion import INFERENCE_SCHEDULERS, DiffusionConfig
 from robot_learn.policies.diffusion.guidance import Guidance
@@ -153,6 +154,7 @@ class DiffusionPolicy(Policy):
         self.noise_scheduler = make_inference_scheduler("ddpm", config)
         self.sampler = make_inference_scheduler(config.inference_scheduler, config)
         self.num_inference_steps = MIP_PASSES if config.head == "mip" else config.num_inference_steps  # network calls
+        self.set_compiled_precision()
 
     def set_inference_scheduler(self, kind: str, num_inference_steps: int | None = None) -> None:
         """Switch the sampler (``ddpm``, ``ddim`` or ``dpmsolver``) and its step count without retraining.
@@ -170,14 +172,27 @@ class DiffusionPolicy(Policy):
         self.sampler = make_inference_scheduler(kind, self.config)
         self.num_inference_steps = steps
 
-    def set_fast_inference(self, enabled: bool, compile: bool | None = None) -> None:
+    def set_fast_inference(self, enabled: bool, compile: bool | None = None, bf16: bool | None = None) -> None:
         """Switch the U-Net's matmul inference path (config ``fast_inference``) and, when ``compile``
         is given, torch.compile of the denoiser and the image encoders (``compile_inference``);
-        same actions either way."""
+        same actions either way. ``bf16`` given: those compiled calls in bf16 (``compile_bf16``)."""
         compile_inference = self.config.compile_inference if compile is None else bool(compile)
-        self.config = self.config.with_changes(fast_inference=bool(enabled), compile_inference=compile_inference)
+        compile_bf16 = self.config.compile_bf16 if bf16 is None else bool(bf16)
+        self.config = self.config.with_changes(fast_inference=bool(enabled), compile_inference=compile_inference,
+                                               compile_bf16=compile_bf16)
         set_matmul_inference(self.denoiser, enabled)
         set_channels_last(self, enabled and not self.training)
+        self.set_compiled_precision()
+
+    def set_compiled_precision(self) -> None:
+        """The compiled calls in bf16 when ``compile_bf16`` asks and this CPU runs bf16 natively
+        (fp32 after a warning if not); fp32 otherwise."""
+        bf16 = self.config.compile_bf16
+        if bf16 and self.device.type == "cpu" and not cpu_runs_bf16():
+            warnings.warn("compile_bf16=true: this CPU has no native bf16 (AVX512-BF16 or AMX); "
+                          "compiled inference runs in fp32", RuntimeWarning, stacklevel=3)
+            bf16 = False
+        set_compiled_bf16(self, bf16)
 
     def train(self, mode: bool = True) -> DiffusionPolicy:
         """``nn.Module.train``; in eval mode with ``fast_inference`` the image encoders' convolutions
