@@ -19,7 +19,8 @@ each sampler and step count (``mip``: the ``diffusion_mip_pixels`` preset's two 
 and ``ensemble``: ``discrete_diffusion_pixels`` and its ensemble preset, ``:K`` decoding K
 rounds), interleaved in one process with the order rotating, and
 prints each arm's p50 / p95 and its ratio to the first arm. ``--compile`` runs every
-arm through ``compile_inference`` (compiled before timing).
+arm through ``compile_inference`` (compiled before timing); a diffusion arm with ``+bf16``
+(e.g. ``mip+bf16``) also with ``compile_bf16``.
 
     .venv/bin/python benchmarks/bench_pixel_latency.py [--runs 100] [--threads 2] [--compare]
     .venv/bin/python benchmarks/bench_pixel_latency.py --samplers ddim:10 ddim:5 mip [--compile]
@@ -132,15 +133,20 @@ def sampler_arms(settings: list[str], compiled: bool) -> dict[str, tuple]:
     (decoding K rounds; default the preset's)."""
     arms = {}
     for setting in settings:
-        kind, _, steps = setting.partition(":")
+        base = setting.removesuffix("+bf16")
+        bf16 = base != setting
+        kind, _, steps = base.partition(":")
+        if bf16 and (kind in VLA_ARMS or not compiled):
+            raise SystemExit(f"bench_pixel_latency.py: error: arm {setting!r}: +bf16 (compile_bf16) needs --compile "
+                             "and a diffusion arm")
         if kind in VLA_ARMS:
             policy = build(VLA_ARMS[kind])
             policy.set_decoding(rounds=int(steps) if steps else None)
             policy.set_compile_inference(compiled)
         else:
-            policy = build("diffusion_mip_pixels" if setting == "mip" else "diffusion_pixels")
+            policy = build("diffusion_mip_pixels" if base == "mip" else "diffusion_pixels")
             policy.set_inference_scheduler(kind, int(steps) if steps else None)
-            policy.set_fast_inference(True, compile=compiled)
+            policy.set_fast_inference(True, compile=compiled, bf16=bf16)
         arms[setting] = (policy, observation(policy))
     return arms
 
@@ -180,7 +186,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--compare", action="store_true", help="fast inference path off vs on, interleaved")
-    parser.add_argument("--samplers", nargs="+", help="arms: SAMPLER:STEPS of diffusion_pixels, mip, vla[:K], ensemble[:K]")
+    parser.add_argument("--samplers", nargs="+", help="arms: SAMPLER:STEPS of diffusion_pixels, mip, vla[:K], ensemble[:K]; +bf16 on a diffusion arm")
     parser.add_argument("--compile", action="store_true", help="with --samplers: compile every arm")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

@@ -150,10 +150,10 @@ def set_compile(policy, cfg: DictConfig) -> None:
     and the frame encoder), bf16 runs a diffusion policy's compiled calls in bf16 too
     (``compile_bf16``), false runs them eagerly, null keeps the checkpoint's setting."""
     from robot_learn.cli.hydra_app import CLIError
-    value = OmegaConf.select(cfg, "compile")
+    value = OmegaConf.select(cfg, "compile", throw_on_missing=True)
     if value is None:
         return
-    if value not in (True, False, "bf16"):
+    if not (isinstance(value, bool) or value == "bf16"):
         raise CLIError(f"compile must be true, false, bf16 or null, got {value!r}")
     if hasattr(policy, "set_fast_inference"):
         policy.set_fast_inference(policy.config.fast_inference, compile=bool(value), bf16=value == "bf16")

@@ -24,10 +24,14 @@ freeze only weights that change rarely.
 
 Every call traces its function whole (``fullgraph``) through a code object of its own, and
 skips dynamo's guards on the module (``skip_guard_on_all_nn_modules_unsafe``): checking them
-took about 0.3 ms a call at batch 1. What they covered is checked here instead: an unfrozen
-graph reads the parameters on every call, so an update or a replaced tensor reaches it; a change
-of mode (``train``/``eval``), dtype or device compiles afresh (``module_state``); and a code
-object of one's own means no other instance's graph is ever reused. Inductor's C++ wrapper
+took about 0.3 ms a call at batch 1. What of theirs this code changes at run time is checked
+here instead: an unfrozen graph reads the parameters on every call, so an update or a replaced
+tensor reaches it; a change of the module's mode (``train``/``eval``), of its dtype or device,
+or of a layout switch (``SWITCHES``: channels-last encoders, the U-Net's matmul path) compiles
+afresh (``module_state``); a graph that raises is compiled afresh once; and a code object of
+one's own means no other instance's graph is ever reused. Any other plain attribute a traced
+module reads must stay fixed after the first call (none of ours changes), and so must the mode
+of a submodule set apart from its owner's. Inductor's C++ wrapper
 (``cpp_wrapper``) calls the kernels from C++ rather than Python. Together, ad hoc and
 interleaved at batch 1 on 2 threads, the compiled MIP-2 chunk took 0.84x (state) and 0.89x
 (ResNet-18-wide image) of its time before, for a first call of 10-25 s instead of 5-10 s.
@@ -54,6 +58,10 @@ from torch import nn
 from torch.utils._pytree import tree_map
 
 _COMPILE_LOCK = threading.RLock()
+# Plain attributes that change what a module computes (``VisionEncoder.channels_last`` by
+# set_channels_last, ``MatmulConv1d.matmul_inference`` by set_matmul_inference). dynamo's guards
+# on modules are skipped, so a call reads these itself (``module_state``).
+SWITCHES = ("channels_last", "matmul_inference")
 
 
 class CompiledCall:
@@ -72,12 +80,15 @@ class CompiledCall:
         self.compiled: Any = None
         self.failed = False
         self.weights: tuple = ()  # what the compiled graph was built for (module_state; frozen: weights_state too)
+        self.switches: list[tuple[nn.Module, str]] | None = None  # (submodule, SWITCHES name), found once
 
     def __call__(self, *args: Any) -> Any:
         if self.failed or (self.frozen and torch.is_grad_enabled()):
             return self.fn(*args)
         with _COMPILE_LOCK:
-            state = module_state(self.fn) + (weights_state(self.fn) if self.frozen else ())
+            if self.switches is None:
+                self.switches = switches_of(self.fn)
+            state = module_state(self.fn, self.switches) + (weights_state(self.fn) if self.frozen else ())
             if state != self.weights:  # dynamo's own guards on the module are skipped (_call)
                 self.compiled, self.weights = None, state
             with inductor_config.patch(freezing=self.frozen, cpp_wrapper=True):  # also for a recompile
@@ -95,11 +106,14 @@ class CompiledCall:
         if enabled and owner_module(self.fn) is None:
             raise ValueError(f"CompiledCall.set_bf16 for {self.what} needs a module or a module's method, got {self.fn!r}")
         if enabled != self.bf16:
-            self.bf16, self.compiled, self.weights = enabled, None, ()
+            self.bf16, self.compiled, self.weights, self.failed = enabled, None, (), False
 
     def _call(self, args: tuple) -> Any:
         if self.compiled is not None:
-            return self.compiled(*args)
+            try:
+                return self.compiled(*args)
+            except Exception:  # noqa: BLE001 - a graph built for a state module_state missed: compile afresh once
+                self.compiled = None
         target = self.fn.forward if isinstance(self.fn, nn.Module) else self.fn
         if self.bf16:
             target = bf16_call(target, device_of(self.fn))
@@ -178,14 +192,24 @@ def weights_state(fn: Callable[..., Any]) -> tuple:
     return tuple((id(t), t.data_ptr(), t._version) for t in chain(module.parameters(), module.buffers()))
 
 
-def module_state(fn: Callable[..., Any]) -> tuple:
-    """What an unfrozen graph depends on beyond its inputs' shapes: the module's mode and its
-    parameters' dtype and device (the graph reads the parameters themselves on every call)."""
+def switches_of(fn: Callable[..., Any]) -> list[tuple[nn.Module, str]]:
+    """The (submodule, name) of every ``SWITCHES`` attribute inside ``fn``'s module."""
+    module = owner_module(fn)
+    if module is None:
+        return []
+    return [(sub, name) for sub in module.modules() for name in SWITCHES if name in vars(sub)]
+
+
+def module_state(fn: Callable[..., Any], switches: list[tuple[nn.Module, str]] = ()) -> tuple:
+    """What an unfrozen graph depends on beyond its inputs' shapes: the module's mode, its
+    parameters' dtype and device (the graph reads the parameters themselves on every call) and
+    the ``switches`` (``switches_of``)."""
     module = owner_module(fn)
     if module is None:
         return ()
     first = next(chain(module.parameters(), module.buffers()), None)
-    return (module.training,) if first is None else (module.training, first.dtype, first.device)
+    head = (module.training,) if first is None else (module.training, first.dtype, first.device)
+    return head + tuple(getattr(sub, name) for sub, name in switches)
 
 
 def own_code(fn: Callable[..., Any]) -> Callable[..., Any]:

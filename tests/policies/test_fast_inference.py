@@ -250,3 +250,40 @@ def test_compile_bf16_runs_every_compiled_call_of_a_pixel_preset_in_bf16_close_t
     assert not any(c.failed for c in calls)
     assert torch.equal(bf16, fp32) != cpu_runs_bf16()
     torch.testing.assert_close(bf16, fp32, atol=0.05, rtol=0.05)
+
+
+def test_a_compiled_pixel_policy_follows_its_layout_switches_and_mode():
+    """dynamo's module guards are skipped (CompiledCall): after a compiled chunk, switching the
+    matmul path or the encoders' channels-last layout, or the mode, must not leave a stale graph
+    answering (a channels-last graph fed contiguous weights raised before module_state read the
+    switches)."""
+    policy = preset_policy("diffusion_mip_pixels")
+    obs = random_obs(policy, 1)
+    policy.set_fast_inference(True, compile=True)
+    chunk(policy, obs)
+    for fast in (False, True):
+        graph = policy.compiled_denoiser.compiled
+        policy.set_fast_inference(fast)  # the matmul path and every encoder's layout
+        compiled = chunk(policy, obs)
+        assert policy.compiled_denoiser.compiled is not graph  # the switch seen: compiled afresh
+        policy.set_fast_inference(fast, compile=False)
+        torch.testing.assert_close(compiled, chunk(policy, obs), rtol=1e-5, atol=1e-5)
+        policy.set_fast_inference(fast, compile=True)
+    policy.train()  # compiled calls in training mode: channels-last off, MatmulConv1d plain
+    compiled = chunk(policy, obs)
+    policy.set_fast_inference(True, compile=False)
+    torch.testing.assert_close(compiled, chunk(policy, obs), rtol=1e-5, atol=1e-5)
+    assert not policy.compiled_denoiser.failed and not policy.frame_encoder.compiled_readout.failed
+
+
+def test_the_causal_transformer_denoiser_compiles_whole():
+    policy = make_policy("diffusion", tiny_config(denoiser="transformer", compile_inference=True), None).eval()
+    assert policy.config.transformer_causal
+    torch.manual_seed(3)
+    obs = {key: torch.randn(1, policy.obs_horizon, dim) for key, dim in policy.config.state_dims.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a fallback to eager fails here
+        compiled = chunk(policy, obs)
+    assert policy.compiled_denoiser.compiled is not None and not policy.compiled_denoiser.failed
+    policy.set_fast_inference(True, compile=False)
+    torch.testing.assert_close(compiled, chunk(policy, obs), rtol=1e-5, atol=1e-5)

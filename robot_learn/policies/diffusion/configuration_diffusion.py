@@ -103,7 +103,8 @@ class DiffusionConfig:
     compile_inference: bool = False
     # with compile_inference: those calls in bf16, their weights frozen in as bf16 constants
     # (CompiledCall.set_bf16). Only where the CPU runs bf16 natively (AVX512-BF16 or AMX), else
-    # fp32 after a warning. Actions differ from fp32's by bf16 rounding.
+    # fp32 after a warning. Actions differ from fp32's by bf16 rounding. Frozen: each weight
+    # change compiles again (seconds), so for deployment and evaluation, not during training.
     compile_bf16: bool = False
     # pixels through a pretrained, frozen frame encoder (FrameEncoderConfig / FramePretrainConfig
     # as dicts; empty: none). Its output is the low-dim key "features", added to state_dims.

@@ -81,5 +81,7 @@ class TransformerDenoiser(nn.Module):
         x = self.action_in(sample) + self.action_position[:, : sample.shape[1]]
         length = sample.shape[1]
         mask = self.causal_mask[:length, :length] if self.causal else None
-        x = self.decoder(x, memory, tgt_mask=mask)
+        # tgt_is_causal: the mask is causal by construction; without it torch checks the mask's
+        # values, which torch.compile cannot trace whole (compile_inference)
+        x = self.decoder(x, memory, tgt_mask=mask, tgt_is_causal=self.causal)
         return self.action_out(self.final_norm(x))
