@@ -4,6 +4,7 @@ Runs inside ``.venv-lerobot`` (built by ``make test``), so both use one torch:
 
     .venv-lerobot/bin/python benchmarks/bench_vs_lerobot.py policy [--steps 20] [--runs 30] [--threads 2]
     .venv-lerobot/bin/python benchmarks/bench_vs_lerobot.py levers [--steps 20] [--configs state image]
+    .venv-lerobot/bin/python benchmarks/bench_vs_lerobot.py profile [--steps 10] [--configs state image]
     .venv-lerobot/bin/python benchmarks/bench_vs_lerobot.py loader [--store PATH] [--episodes 80]
 
 ``policy``: two configurations, each built by both projects at the same size.
@@ -32,6 +33,9 @@ intervals.
 ``levers``: our training step plain, with ``torch.compile`` of the policy's forward,
 (image) with the weights in channels-last memory format, and (native-bf16 CPUs) with
 ``train.cpu_amp``, interleaved.
+
+``profile``: each project's fp32 training step under ``torch.profiler``, self CPU time per
+step by operator, side by side (where the time goes, for the 1.3x goal).
 
 ``loader``: windows/s on the same episodes (one camera, windows of 2 frames + 16
 actions, batch 64, one process): our ``WindowSampler`` cached, out of core with its
@@ -131,34 +135,38 @@ def ratio_text(a: list[float], b: list[float]) -> str:
     return paired_ratio_text(a, b, np.random.default_rng(0))
 
 
-def bench_policy(name: str, args, tmp: Path) -> None:
-    config, _ = ours(name)
-    trainer = our_trainer(name, args, tmp, "ours")
-    mine = trainer.policy
+def their_trainer(name: str, bf16: bool = False) -> tuple[LeRobotPolicy, Callable[[], None]]:
+    """LeRobot's policy in training mode and one training step of it on a ready batch of 64."""
     lr_config = theirs(name)
-    other = LeRobotPolicy(lr_config)
-    other.train()
+    policy = LeRobotPolicy(lr_config).train()
     preset = lr_config.get_optimizer_preset()
-    optimizer = preset.build(other.get_optim_params())
+    optimizer = preset.build(policy.get_optim_params())
     train_batch = their_batch(lr_config, 64, train=True)
 
-    def their_step(policy: LeRobotPolicy, opt: torch.optim.Optimizer, bf16: bool) -> None:
+    def step() -> None:
         # LeRobot's own mixed precision (its train script's use_amp) is this autocast on the CPU
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=bf16):
             loss, _ = policy.forward(train_batch)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), preset.grad_clip_norm)
-        opt.step()
-        opt.zero_grad()
+        optimizer.step()
+        optimizer.zero_grad()
+    return policy, step
+
+
+def bench_policy(name: str, args, tmp: Path) -> None:
+    config, _ = ours(name)
+    trainer = our_trainer(name, args, tmp, "ours")
+    mine = trainer.policy
+    lr_config = theirs(name)
+    other, their_step = their_trainer(name)
 
     count = lambda m: sum(p.numel() for p in m.parameters()) / 1e6  # noqa: E731
     print(f"\n[{name}] parameters: ours {count(mine):.2f} M, LeRobot {count(other):.2f} M")
-    steps = {"ours": trainer._train_step, "lerobot": lambda: their_step(other, optimizer, False)}
+    steps = {"ours": trainer._train_step, "lerobot": their_step}
     if cpu_runs_bf16():  # both projects' bf16 autocast, where the CPU runs bf16 natively
         steps["ours bf16"] = our_trainer(name, args, tmp, "ours_bf16", cpu_amp=True)._train_step
-        other_bf16 = LeRobotPolicy(lr_config).train()
-        optimizer_bf16 = preset.build(other_bf16.get_optim_params())
-        steps["lerobot bf16"] = lambda: their_step(other_bf16, optimizer_bf16, True)
+        steps["lerobot bf16"] = their_trainer(name, bf16=True)[1]
     train_times: dict[str, list[float]] = {arm: [] for arm in steps}
     paired(train_times, args.steps, 3, steps)
 
@@ -254,6 +262,29 @@ def bench_levers(name: str, args, tmp: Path) -> None:
               f"{ratio_text(values, times['plain'])}")
 
 
+def bench_profile(name: str, args, tmp: Path) -> None:
+    """Where each project's fp32 training step spends its time: torch.profiler over ``--steps``
+    steps of each, after 3 unmeasured ones; per operator, milliseconds per step, side by side."""
+    from torch.profiler import profile
+
+    steps = {"ours": our_trainer(name, args, tmp, "profile")._train_step, "lerobot": their_trainer(name)[1]}
+    per_step: dict[str, dict[str, float]] = {}
+    for arm, step in steps.items():
+        for _ in range(3):
+            step()
+        with profile() as prof:
+            for _ in range(args.steps):
+                step()
+        per_step[arm] = {e.key: e.self_cpu_time_total / 1000.0 / args.steps for e in prof.key_averages()}
+    ours_ms, theirs_ms = per_step["ours"], per_step["lerobot"]
+    print(f"\n[{name}] training step, batch 64, fp32, self CPU ms per step under torch.profiler ({args.steps} steps each)")
+    print(f"  {'operator':<44}{'ours':>9}{'LeRobot':>9}")
+    top = sorted(set(ours_ms) | set(theirs_ms), key=lambda k: -max(ours_ms.get(k, 0.0), theirs_ms.get(k, 0.0)))[:15]
+    for key in top:
+        print(f"  {key[:43]:<44}{ours_ms.get(key, 0.0):9.2f}{theirs_ms.get(key, 0.0):9.2f}")
+    print(f"  {'all':<44}{sum(ours_ms.values()):9.2f}{sum(theirs_ms.values()):9.2f}")
+
+
 def bench_loader(args, tmp: Path) -> None:
     import datasets
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
@@ -328,7 +359,7 @@ def commit() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=("policy", "levers", "loader", "all"))
+    parser.add_argument("part", choices=("policy", "levers", "profile", "loader", "all"))
     parser.add_argument("--steps", type=int, default=20, help="training steps per arm")
     parser.add_argument("--runs", type=int, default=30, help="chunks per arm")
     parser.add_argument("--threads", type=int, default=2)
@@ -355,6 +386,9 @@ def main() -> None:
         if args.part == "levers":
             for name in args.configs:
                 bench_levers(name, args, Path(tmp))
+        if args.part == "profile":
+            for name in args.configs:
+                bench_profile(name, args, Path(tmp))
         if args.part in ("loader", "all"):
             bench_loader(args, Path(tmp))
 
