@@ -23,6 +23,7 @@ def eval_app(cfg: DictConfig) -> int:
     from robot_learn.evaluation.task_fit import video_cameras
     from robot_learn.evaluation import evaluate, write_report
     from robot_learn.evaluation.rollout import policy_cameras
+    from robot_learn.policies.compiled_call import compiled_precision
     from robot_learn.training.distributed import resolve_device
 
     task = check_task(cfg.task.name)
@@ -56,7 +57,7 @@ def eval_app(cfg: DictConfig) -> int:
             print(f"{len(result.episodes)} episodes appended to {store.path} ({store.num_episodes} in it now)")
     paths = write_report(result, out_dir, title=f"Evaluation of {cfg.checkpoint} on {task}",
                          extra={"checkpoint": str(resolve_policy_dir(cfg.checkpoint)),
-                                "policy": {"type": policy.name},
+                                "policy": {"type": policy.name, "compiled": compiled_precision(policy)},
                                 "eval_config": OmegaConf.to_container(cfg, resolve=True)})
     s = result.summary
     print(f"{task}: {s.describe()}"

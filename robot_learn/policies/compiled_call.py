@@ -151,12 +151,23 @@ def cpu_runs_bf16() -> bool:
     return any(check is not None and bool(check()) for check in checks)
 
 
+def compiled_calls(module: nn.Module) -> list[CompiledCall]:
+    """Every compiled call held by ``module`` or its submodules."""
+    return [value for sub in module.modules() for value in vars(sub).values() if isinstance(value, CompiledCall)]
+
+
 def set_compiled_bf16(module: nn.Module, enabled: bool) -> None:
     """``CompiledCall.set_bf16`` for every compiled call held by ``module`` or its submodules."""
-    for sub in module.modules():
-        for value in vars(sub).values():
-            if isinstance(value, CompiledCall):
-                value.set_bf16(enabled)
+    for call in compiled_calls(module):
+        call.set_bf16(enabled)
+
+
+def compiled_precision(policy: nn.Module) -> str | None:
+    """What a policy's compiled inference runs in ("bf16" or "fp32"), None when it runs eagerly
+    (``compile_inference`` off); for reports, which should say what ran, not what was asked."""
+    if not getattr(getattr(policy, "config", None), "compile_inference", False):
+        return None
+    return "bf16" if any(call.bf16 for call in compiled_calls(policy)) else "fp32"
 
 
 def bf16_call(fn: Callable[..., Any], device: torch.device) -> Callable[..., Any]:

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from robot_learn.policies import diffusion_state_config, make_policy
-from robot_learn.policies.compiled_call import cpu_runs_bf16
+from robot_learn.policies.compiled_call import compiled_precision, cpu_runs_bf16
 
 
 def _saved_policy(path):
@@ -150,6 +150,7 @@ def test_eval_decodes_the_vla_in_the_rounds_and_with_the_compile_setting_it_is_g
     assert "torch.compile failed" not in out.stderr
     report = json.loads((tmp_path / "evalout" / "report.json").read_text())
     assert (report["eval_config"]["sampler_steps"], report["eval_config"]["compile"]) == (3, True)
+    assert report["policy"]["compiled"] == "fp32"  # what ran, beside what was asked
 
 
 def test_compile_on_a_diffusion_policy_switches_its_denoiser_and_keeps_its_fast_path(tmp_path):
@@ -164,8 +165,12 @@ def test_compile_on_a_diffusion_policy_switches_its_denoiser_and_keeps_its_fast_
     set_compile(policy, OmegaConf.create({"compile": "bf16"}))  # bf16 where the CPU runs it natively
     assert (policy.config.compile_inference, policy.config.compile_bf16) == (True, True)
     assert policy.compiled_denoiser.bf16 == cpu_runs_bf16()
+    assert compiled_precision(policy) == ("bf16" if cpu_runs_bf16() else "fp32")  # the report's figure
     set_compile(policy, OmegaConf.create({"compile": True}))
     assert (policy.config.compile_bf16, policy.compiled_denoiser.bf16) == (False, False)
+    assert compiled_precision(policy) == "fp32"
+    set_compile(policy, OmegaConf.create({"compile": False}))
+    assert compiled_precision(policy) is None
 
 
 @pytest.mark.parametrize("args, message", [
