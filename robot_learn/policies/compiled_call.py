@@ -183,9 +183,13 @@ def bf16_call(fn: Callable[..., Any], device: torch.device) -> Callable[..., Any
 
 def device_of(fn: Callable[..., Any]) -> torch.device:
     """The device of ``fn``'s module's first parameter or buffer (the CPU if it has none)."""
-    module = owner_module(fn)
-    first = None if module is None else next(chain(module.parameters(), module.buffers()), None)
+    first = first_tensor(owner_module(fn))
     return torch.device("cpu") if first is None else first.device
+
+
+def first_tensor(module: nn.Module | None) -> torch.Tensor | None:
+    """``module``'s first parameter or buffer; None for no module or one without tensors."""
+    return None if module is None else next(chain(module.parameters(), module.buffers()), None)
 
 
 def owner_module(fn: Callable[..., Any]) -> nn.Module | None:
@@ -218,7 +222,7 @@ def module_state(fn: Callable[..., Any], switches: list[tuple[nn.Module, str]] =
     module = owner_module(fn)
     if module is None:
         return ()
-    first = next(chain(module.parameters(), module.buffers()), None)
+    first = first_tensor(module)
     head = (module.training,) if first is None else (module.training, first.dtype, first.device)
     return head + tuple(getattr(sub, name) for sub, name in switches)
 

@@ -1,8 +1,9 @@
 """``CompiledCall``. Frozen (``frozen=True``): weights compiled in as constants, compiled afresh
 when a weight changes; the diffusion policy's image encoders take this path under
 ``compile_inference``. Every call skips dynamo's guards on the module (they cost about 0.3 ms a
-call at batch 1) and checks what they covered itself: each call compiles its own code object, so
-no other instance's graph is reused, and a change of mode, dtype or device compiles afresh.
+call at batch 1) and checks what of theirs our code changes at run time itself: each call
+compiles its own code object, so no other instance's graph is reused, and a change of mode, dtype
+or device compiles afresh (the layout switches: test_fast_inference.py).
 These tests fail if a stale graph answers. ``set_bf16``: the call in bf16, frozen."""
 
 import warnings
