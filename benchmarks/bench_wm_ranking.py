@@ -9,7 +9,8 @@ success rates per policy and the Pearson and Spearman correlations across polici
         --policies outputs/train/RUN/checkpoints/step_0000500 ... --scorers nearest outputs/wm/RUN/success_model
 
 ``--sim-from`` an earlier run's JSON reuses its MuJoCo rates (the same seeds, so the same
-episodes) when only the world model or the scorers change.
+episodes) when only the world model or the scorers change. ``--merge A.json B.json`` reports
+over the policies of runs made apart (one per policy family, say) with the same design.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 
 def ranks(values: np.ndarray) -> np.ndarray:
@@ -57,17 +57,50 @@ def reused_sim(path: str, policies: list[str], episodes: int) -> dict[str, float
     return {p: float(found[p]["sim"]) for p in policies}
 
 
-def main() -> int:
-    from robot_learn.evaluation import evaluate
-    from robot_learn.policies import load_policy
-    from robot_learn.world_models.checkpoint import load_world_model, training_store
-    from robot_learn.world_models.rollout import WorldModelEnvFactory
+def report(rows: list[dict], scorers: list[str]) -> None:
+    """The per-policy table and, per scorer, the correlations with MuJoCo success."""
+    sim = np.asarray([r["sim"] for r in rows])
+    print("| policy | MuJoCo success | " + " | ".join(f"imagined ({s})" for s in scorers) + " |")
+    print("| --- | ---: | " + " | ".join("---:" for _ in scorers) + " |")
+    for r in rows:
+        print(f"| {r['policy']} | {r['sim']:.0%} | " + " | ".join(f"{r[f'wm:{s}']:.0%}" for s in scorers) + " |")
+    for s in scorers:
+        wm = np.asarray([r[f"wm:{s}"] for r in rows])
+        prog = np.asarray([r[f"wm:{s}:progress"] for r in rows])
+        print(f"\nscorer {s}: success Pearson {pearson(sim, wm):.2f}, Spearman {pearson(ranks(sim), ranks(wm)):.2f}; "
+              f"imagined mean progress against MuJoCo success: Pearson {pearson(sim, prog):.2f}, "
+              f"Spearman {pearson(ranks(sim), ranks(prog)):.2f}")
 
+
+def merged(paths: list[str]) -> int:
+    """The report over the policies of several earlier runs' JSONs (run apart, e.g. one per family);
+    exits naming a file that cannot be read or runs whose scorers or episode counts differ."""
+    rows, designs = [], set()
+    for path in paths:
+        try:
+            part = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"--merge {path}: cannot read it ({error})") from None
+        scorers = tuple(sorted(k[3:] for k in part[0] if k.startswith("wm:") and not k.endswith((":progress", ":s"))))
+        designs.add((part[0].get("sim_episodes"), part[0].get("wm_episodes"), scorers))
+        rows += part
+    if len(designs) != 1:
+        raise SystemExit(f"--merge: the runs differ in (MuJoCo episodes, imagined episodes, scorers): "
+                         f"{sorted(designs, key=str)}")
+    (episodes, wm_episodes, scorers), = designs
+    print(f"{len(rows)} policies from {len(paths)} runs, {episodes} MuJoCo episodes and {wm_episodes} imagined "
+          f"episodes each\n")
+    report(rows, list(scorers))
+    return 0
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--world-model", required=True, help="a wm train run dir")
+    parser.add_argument("--merge", nargs="+", metavar="JSON", help="only report over earlier runs' --out files")
+    parser.add_argument("--world-model", help="a wm train run dir (required unless --merge)")
     parser.add_argument("--store", default=None,
                         help="stored episodes whose first frames start the rollouts; default: the run's store")
-    parser.add_argument("--policies", nargs="+", required=True)
+    parser.add_argument("--policies", nargs="+", help="policy dirs (required unless --merge)")
     parser.add_argument("--scorers", nargs="+", default=["nearest"], help="nearest and/or success-model dirs")
     parser.add_argument("--episodes", type=int, default=50, help="MuJoCo episodes per policy")
     parser.add_argument("--wm-episodes", type=int, default=20, help="imagined episodes per policy and scorer")
@@ -77,6 +110,17 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="outputs/bench_wm_ranking.json")
     args = parser.parse_args()
+    if args.merge:
+        return merged(args.merge)
+    if not args.world_model or not args.policies:
+        parser.error("--world-model and --policies are required (or --merge)")
+    import torch  # here, not at the top: --merge and wm_ranking_power.py need only numpy
+
+    from robot_learn.evaluation import evaluate
+    from robot_learn.policies import load_policy
+    from robot_learn.world_models.checkpoint import load_world_model, training_store
+    from robot_learn.world_models.rollout import WorldModelEnvFactory
+
     torch.set_num_threads(args.threads)
     model = load_world_model(args.world_model)
     store = args.store or training_store(args.world_model)
@@ -91,7 +135,7 @@ def main() -> int:
             start = time.perf_counter()
             real = evaluate(policy, task, episodes=args.episodes, workers=2, vectorization="sync")
             row = {"policy": directory, "sim": real.success_rate, "sim_s": time.perf_counter() - start}
-        row["sim_episodes"] = args.episodes
+        row["sim_episodes"], row["wm_episodes"] = args.episodes, args.wm_episodes
         for scorer in args.scorers:
             start = time.perf_counter()
             factory = WorldModelEnvFactory(str(args.world_model), str(store), scorer=scorer)
@@ -104,19 +148,9 @@ def main() -> int:
         print(json.dumps(row), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(rows, indent=1))
-    sim = np.asarray([r["sim"] for r in rows])
     print(f"\n{task}: {len(rows)} policies, {args.episodes} MuJoCo episodes and {args.wm_episodes} imagined "
           f"episodes each\n")
-    print("| policy | MuJoCo success | " + " | ".join(f"imagined ({s})" for s in args.scorers) + " |")
-    print("| --- | ---: | " + " | ".join("---:" for _ in args.scorers) + " |")
-    for r in rows:
-        print(f"| {r['policy']} | {r['sim']:.0%} | " + " | ".join(f"{r[f'wm:{s}']:.0%}" for s in args.scorers) + " |")
-    for s in args.scorers:
-        wm = np.asarray([r[f"wm:{s}"] for r in rows])
-        prog = np.asarray([r[f"wm:{s}:progress"] for r in rows])
-        print(f"\nscorer {s}: success Pearson {pearson(sim, wm):.2f}, Spearman {pearson(ranks(sim), ranks(wm)):.2f}; "
-              f"imagined mean progress against MuJoCo success: Pearson {pearson(sim, prog):.2f}, "
-              f"Spearman {pearson(ranks(sim), ranks(prog)):.2f}")
+    report(rows, args.scorers)
     return 0
 
 
