@@ -7,7 +7,9 @@ with policies close together in quality that noise can hide their order. This sc
 rates from the given true rates many times and reports the correlation such a perfect,
 calibrated model would get: its median, its 5th percentile, and how often it reaches the goal.
 ``--observed PEARSON SPEARMAN`` adds how often the perfect model does no better than a measured
-pair (a one-sided p-value for "the world model ranks perfectly").
+pair (a one-sided p-value for "the world model ranks perfectly"). ``--imagined`` gives the measured
+imagined rates instead: both sides are then drawn around what was measured (a parametric bootstrap),
+and the script prints a 95% interval for each measured correlation instead.
 
     python benchmarks/wm_ranking_power.py --rates 0 2 8 22 32 18 12 10 15 --designs 40:20 40:40 200:100 \\
         --observed 0.70 0.58
@@ -25,12 +27,14 @@ import numpy as np
 from bench_wm_ranking import pearson, ranks
 
 
-def draws(rates: np.ndarray, sim_episodes: int, wm_episodes: int, repeats: int, seed: int
-          ) -> tuple[np.ndarray, np.ndarray]:
-    """Pearson and Spearman of ``repeats`` pairs of binomial rate vectors (draws with no spread dropped)."""
+def draws(rates: np.ndarray, sim_episodes: int, wm_episodes: int, repeats: int, seed: int,
+          imagined: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pearson and Spearman of ``repeats`` pairs of binomial rate vectors, the imagined side around
+    ``imagined`` if given, else around ``rates`` (draws with no spread dropped)."""
     rng = np.random.default_rng(seed)
     sim = rng.binomial(sim_episodes, rates, size=(repeats, len(rates))) / sim_episodes
-    wm = rng.binomial(wm_episodes, rates, size=(repeats, len(rates))) / wm_episodes
+    wm_rates = rates if imagined is None else imagined
+    wm = rng.binomial(wm_episodes, wm_rates, size=(repeats, len(rates))) / wm_episodes
     keep = (sim.std(axis=1) > 0) & (wm.std(axis=1) > 0)
     pairs = list(zip(sim[keep], wm[keep]))
     return (np.array([pearson(a, b) for a, b in pairs]),
@@ -54,6 +58,8 @@ def main() -> None:
                         help="SIM:WM episodes per policy")
     parser.add_argument("--goal", type=float, default=0.8)
     parser.add_argument("--observed", nargs=2, type=float, metavar=("PEARSON", "SPEARMAN"))
+    parser.add_argument("--imagined", nargs="+", type=float, help="measured imagined success per policy, in percent "
+                        "(same order as --rates): a 95%% interval for the measured correlations")
     parser.add_argument("--repeats", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -61,6 +67,20 @@ def main() -> None:
     if len(rates) < 3 or ((rates < 0) | (rates > 1)).any():
         parser.error(f"--rates: need >= 3 rates in [0, 100], got {args.rates}")
     print(f"wm_ranking_power: {len(rates)} policies at {args.rates} %, {args.repeats} draws, seed {args.seed}")
+    if args.imagined is not None:
+        imagined = np.asarray(args.imagined) / 100.0
+        if len(imagined) != len(rates) or ((imagined < 0) | (imagined > 1)).any():
+            parser.error(f"--imagined: need {len(rates)} rates in [0, 100] (one per --rates), got {args.imagined}")
+        measured = pearson(rates, imagined), pearson(ranks(rates), ranks(imagined))
+        print(f"measured: Pearson {measured[0]:.2f}, Spearman {measured[1]:.2f}")
+        print("| MuJoCo : imagined episodes | Pearson [95% interval] | Spearman [95% interval] | P(both >= goal) |")
+        print("| --- | --- | --- | --- |")
+        for sim_episodes, wm_episodes in args.designs:
+            p, s = draws(rates, sim_episodes, wm_episodes, args.repeats, args.seed, imagined)
+            print(f"| {sim_episodes} : {wm_episodes} | {measured[0]:.2f} [{np.percentile(p, 2.5):.2f}, "
+                  f"{np.percentile(p, 97.5):.2f}] | {measured[1]:.2f} [{np.percentile(s, 2.5):.2f}, "
+                  f"{np.percentile(s, 97.5):.2f}] | {np.mean((p >= args.goal) & (s >= args.goal)):.2f} |")
+        return
     header = ("| MuJoCo : imagined episodes | Pearson median [5th pct] | P(Pearson >= goal) "
               "| Spearman median [5th pct] | P(Spearman >= goal) |")
     if args.observed:

@@ -57,3 +57,15 @@ def test_merge_refuses_runs_of_another_design(tmp_path):
     b.write_text(json.dumps(ranking_rows([(0.5, 0.6), (0.2, 0.1)], wm_episodes=40)))
     proc = run("--merge", str(a), str(b), script="bench_wm_ranking.py")
     assert proc.returncode == 1 and "the runs differ" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_imagined_rates_give_an_interval_around_the_measured_correlation():
+    proc = run("--rates", "0", "10", "20", "30", "--imagined", "5", "30", "20", "60", "--designs", "200:100",
+               "--repeats", "1000")
+    assert proc.returncode == 0, proc.stderr
+    assert "measured: Pearson 0.86, Spearman 0.80" in proc.stdout
+    (row,) = rows(proc.stdout)
+    pearson, low, high = (float(x) for x in row[1].replace("[", "").replace("]", "").replace(",", "").split())
+    assert low < pearson < high and high - low > 0.1  # four policies at 100 episodes: a wide interval
+    proc = run("--rates", "0", "10", "20", "--imagined", "5", "30")
+    assert proc.returncode == 2 and "--imagined: need 3 rates" in proc.stderr and "Traceback" not in proc.stderr
