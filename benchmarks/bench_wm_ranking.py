@@ -40,6 +40,10 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.corrcoef(x, y)[0, 1])
 
 
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    return pearson(ranks(x), ranks(y))
+
+
 def reused_sim(path: str, policies: list[str], episodes: int) -> dict[str, float]:
     """MuJoCo success per policy from an earlier run's JSON; exits naming what differs."""
     try:
@@ -67,9 +71,9 @@ def report(rows: list[dict], scorers: list[str]) -> None:
     for s in scorers:
         wm = np.asarray([r[f"wm:{s}"] for r in rows])
         prog = np.asarray([r[f"wm:{s}:progress"] for r in rows])
-        print(f"\nscorer {s}: success Pearson {pearson(sim, wm):.2f}, Spearman {pearson(ranks(sim), ranks(wm)):.2f}; "
+        print(f"\nscorer {s}: success Pearson {pearson(sim, wm):.2f}, Spearman {spearman(sim, wm):.2f}; "
               f"imagined mean progress against MuJoCo success: Pearson {pearson(sim, prog):.2f}, "
-              f"Spearman {pearson(ranks(sim), ranks(prog)):.2f}")
+              f"Spearman {spearman(sim, prog):.2f}")
 
 
 def merged(paths: list[str]) -> int:
@@ -81,6 +85,8 @@ def merged(paths: list[str]) -> int:
             part = json.loads(Path(path).read_text())
         except (OSError, ValueError) as error:
             raise SystemExit(f"--merge {path}: cannot read it ({error})") from None
+        if not isinstance(part, list) or not part:
+            raise SystemExit(f"--merge {path}: no policy rows in it (expected a bench_wm_ranking.py --out file)")
         scorers = tuple(sorted(k[3:] for k in part[0] if k.startswith("wm:") and not k.endswith((":progress", ":s"))))
         designs.add((part[0].get("sim_episodes"), part[0].get("wm_episodes"), scorers))
         rows += part

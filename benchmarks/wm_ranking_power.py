@@ -24,7 +24,7 @@ import argparse
 
 import numpy as np
 
-from bench_wm_ranking import pearson, ranks
+from bench_wm_ranking import pearson, spearman
 
 
 def draws(rates: np.ndarray, sim_episodes: int, wm_episodes: int, repeats: int, seed: int,
@@ -38,7 +38,7 @@ def draws(rates: np.ndarray, sim_episodes: int, wm_episodes: int, repeats: int, 
     keep = (sim.std(axis=1) > 0) & (wm.std(axis=1) > 0)
     pairs = list(zip(sim[keep], wm[keep]))
     return (np.array([pearson(a, b) for a, b in pairs]),
-            np.array([pearson(ranks(a), ranks(b)) for a, b in pairs]))
+            np.array([spearman(a, b) for a, b in pairs]))
 
 
 def design(text: str) -> tuple[int, int]:
@@ -71,7 +71,7 @@ def main() -> None:
         imagined = np.asarray(args.imagined) / 100.0
         if len(imagined) != len(rates) or ((imagined < 0) | (imagined > 1)).any():
             parser.error(f"--imagined: need {len(rates)} rates in [0, 100] (one per --rates), got {args.imagined}")
-        measured = pearson(rates, imagined), pearson(ranks(rates), ranks(imagined))
+        measured = pearson(rates, imagined), spearman(rates, imagined)
         print(f"measured: Pearson {measured[0]:.2f}, Spearman {measured[1]:.2f}")
         print("| MuJoCo : imagined episodes | Pearson [95% interval] | Spearman [95% interval] | P(both >= goal) |")
         print("| --- | --- | --- | --- |")
