@@ -54,7 +54,7 @@ def train_app(cfg: DictConfig) -> int:
         print(f"collecting {episodes} {task} episodes into {store}")
         with staged_store(store) as staging:
             collect_demos(task, episodes, staging, noise=float(cfg.data.noise), seed=int(cfg.data.seed),
-                          cameras=(config.camera,), image_size=config.image_size, keep_failures=True)
+                          cameras=config.cameras, image_size=config.image_size, keep_failures=True)
     from robot_learn.world_models.training import train_world_model
 
     (run_dir / RUN_CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
@@ -91,17 +91,22 @@ def _fidelity(model, store_path: Path, held_out: int, out_dir: Path, *, horizon:
     from robot_learn.world_models.fidelity import measure_fidelity, write_fidelity_report
     from robot_learn.world_models.training import check_store_fits, split_store
 
-    with EpisodeStore.open(store_path, mode="r") as store:
-        check_store_fits(store, model.config)
-        report = measure_fidelity(model, split_store(store, held_out).held_out, horizon=horizon,
-                                  stride=stride, seed=seed)
-    paths = write_fidelity_report(report, out_dir, title, extra={"store": str(store_path), "held_out": held_out})
-    for h in sorted({0, 4, 9, horizon - 1} & set(range(horizon))):
-        print(f"step {h + 1:>2}: PSNR {report.model_psnr[h]:.2f} dB (copy-last {report.copy_last_psnr[h]:.2f}), "
-              f"SSIM {report.model_ssim[h]:.3f} (copy-last {report.copy_last_ssim[h]:.3f}), "
-              f"moved pixels {report.model_psnr_moved[h]:.2f} dB (copy-last {report.copy_last_psnr_moved[h]:.2f})")
-    print(f"beats copy-last at {sum(report.beats_copy_last('psnr'))}/{horizon} steps on PSNR, "
-          f"{sum(report.beats_copy_last('ssim'))}/{horizon} on SSIM; report: {paths['markdown']}")
+    cameras = model.config.cameras
+    for camera in cameras:  # the first camera's report in out_dir, any other's in out_dir/<camera>
+        with EpisodeStore.open(store_path, mode="r") as store:
+            check_store_fits(store, model.config)
+            report = measure_fidelity(model, split_store(store, held_out).held_out, horizon=horizon,
+                                      stride=stride, seed=seed, camera=camera)
+        paths = write_fidelity_report(report, out_dir if camera == cameras[0] else out_dir / camera,
+                                      f"{title}, {camera} camera" if len(cameras) > 1 else title,
+                                      extra={"store": str(store_path), "held_out": held_out, "camera": camera})
+        for h in sorted({0, 4, 9, horizon - 1} & set(range(horizon))):
+            print(f"{camera} step {h + 1:>2}: PSNR {report.model_psnr[h]:.2f} dB (copy-last "
+                  f"{report.copy_last_psnr[h]:.2f}), SSIM {report.model_ssim[h]:.3f} (copy-last "
+                  f"{report.copy_last_ssim[h]:.3f}), moved pixels {report.model_psnr_moved[h]:.2f} dB "
+                  f"(copy-last {report.copy_last_psnr_moved[h]:.2f})")
+        print(f"{camera}: beats copy-last at {sum(report.beats_copy_last('psnr'))}/{horizon} steps on PSNR, "
+              f"{sum(report.beats_copy_last('ssim'))}/{horizon} on SSIM; report: {paths['markdown']}")
     return 0
 
 

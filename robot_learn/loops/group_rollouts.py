@@ -58,7 +58,7 @@ class ImaginedGroup:
     def __init__(self, model: Any, starts: Any, scorer: Any, max_steps: int, group_size: int) -> None:
         self.model, self.starts, self.scorer = model.eval(), starts, scorer
         self.max_steps, self.group_size = int(max_steps), int(group_size)
-        self.camera = model.config.camera
+        self.cameras = model.config.cameras  # stacked along the channels; the scorer reads the first
         self._imagination: Any = None
         self._instruction = ""
         self._steps = 0
@@ -71,15 +71,17 @@ class ImaginedGroup:
         return int(episodes[start % len(episodes)])
 
     def _obs(self, frames: torch.Tensor, states: torch.Tensor) -> dict[str, Any]:
-        return {"state": states.cpu().numpy().astype(np.float32), "images": {self.camera: frames.cpu().numpy()},
-                "instruction": [self._instruction] * self.group_size}
+        from robot_learn.world_models.modeling_world_model import split_cameras
+
+        return {"state": states.cpu().numpy().astype(np.float32),
+                "images": split_cameras(frames.cpu().numpy(), self.cameras), "instruction": [self._instruction] * self.group_size}
 
     def reset(self, start: int, seed: int) -> dict[str, Any]:
         from robot_learn.world_models.env import start_frames
         from robot_learn.world_models.imagination import Imagination
 
         g = self.group_size
-        frames, states, self._instruction = start_frames(self.starts.store, self._episode(start), self.camera,
+        frames, states, self._instruction = start_frames(self.starts.store, self._episode(start), self.cameras,
                                                          self.model.config.history)
         generator = torch.Generator(device=self.model.device).manual_seed(int(seed))
         self._imagination = Imagination(self.model, np.repeat(frames[None], g, 0), np.repeat(states[None], g, 0),
@@ -97,7 +99,7 @@ class ImaginedGroup:
         frames_np, states_np = frames.cpu().numpy(), states.cpu().numpy()
         for i in range(g):
             if problems[i] is None:
-                success[i], progress[i] = self.scorer.score(frames_np[i], states_np[i], self._instruction)
+                success[i], progress[i] = self.scorer.score(frames_np[i, ..., :3], states_np[i], self._instruction)
         ended = success | np.array([p is not None for p in problems]) | (self._steps >= self.max_steps)
         return self._obs(frames, states), {"success": success, "progress": progress, "ended": ended,
                                            "problems": problems}

@@ -15,6 +15,9 @@ class WorldModelConfig:
 
     The model predicts the next ``camera`` frame (``image_size`` px) and the next
     ``state`` from the last ``history`` frames and states plus the action taken.
+    ``extra_cameras`` are imagined too, stacked with ``camera`` along the channels
+    (one U-Net for all: a wrist camera's frame is predicted beside the front one's);
+    ``camera`` stays the one a judge and the side-by-side videos read.
     ``head="residual"`` regresses the change from the last frame in one pass;
     ``head="diffusion"`` samples that change with a diffusers scheduler in
     ``sampling_steps`` steps, on the change times ``delta_scale`` (the change of a
@@ -28,6 +31,7 @@ class WorldModelConfig:
     task: str = "bin_place"
     suite: str = "robot_learn"
     camera: str = "front"
+    extra_cameras: tuple[str, ...] = ()
     image_size: int = 64
     history: int = 2
     state_dim: int = 10
@@ -43,9 +47,18 @@ class WorldModelConfig:
     change_floor: float = 16.0
     state_hidden: int = 128
 
+    @property
+    def cameras(self) -> tuple[str, ...]:
+        """Every imagined camera, ``camera`` first (the order of their channels)."""
+        return (self.camera, *self.extra_cameras)
+
     def __post_init__(self) -> None:
         check_field_types(self)
         self.block_out_channels = tuple(int(c) for c in self.block_out_channels)
+        self.extra_cameras = tuple(str(c) for c in self.extra_cameras)
+        if len(set(self.cameras)) != len(self.cameras):
+            raise ValueError(f"world-model cameras must differ; got camera '{self.camera}' and extra_cameras "
+                             f"{list(self.extra_cameras)}")
         if self.head not in HEADS:
             raise ValueError(f"unknown world-model head '{self.head}'; valid heads: {', '.join(HEADS)}")
         for name in ("image_size", "history", "state_dim", "action_dim", "space_to_depth",

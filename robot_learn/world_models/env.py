@@ -1,7 +1,7 @@
 """``WorldModelEnv``: a gymnasium env whose frames and states are imagined by a world model.
 
 It keeps the MuJoCo tasks' contract for what a deployable policy reads: observations
-``state``, ``images`` (the model's camera) and ``instruction``; the task's action
+``state``, ``images`` (the model's cameras) and ``instruction``; the task's action
 space; ``success``, ``progress`` and ``phase`` in ``info``. Privileged keys
 (``env_state``, ``objects``) do not exist here, so a policy reading them is refused
 by the usual compatibility check, naming both sides.
@@ -14,7 +14,7 @@ far out-of-range frame ends the episode (``truncated``) with the reason in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -22,17 +22,20 @@ import torch
 
 from robot_learn.data.views import EpisodeView
 from robot_learn.world_models.imagination import Imagination
-from robot_learn.world_models.modeling_world_model import VideoWorldModel
+from robot_learn.world_models.modeling_world_model import VideoWorldModel, split_cameras, stack_cameras
 from robot_learn.world_models.scorer import NearestFrameScorer, RolloutScorer
 
 
-def start_frames(store: Any, episode: int, camera: str, history: int) -> tuple[np.ndarray, np.ndarray, str]:
-    """The first ``history`` frames ``[K, H, W, 3]`` and states ``[K, S]`` of a stored episode,
-    and its instruction: where an imagined rollout starts (short episodes repeat their last frame)."""
+def start_frames(store: Any, episode: int, cameras: str | Sequence[str],
+                 history: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """The first ``history`` frames ``[K, H, W, 3 * cameras]`` (the cameras stacked along the
+    channels) and states ``[K, S]`` of a stored episode, and its instruction: where an imagined
+    rollout starts (short episodes repeat their last frame)."""
+    cameras = (cameras,) if isinstance(cameras, str) else tuple(cameras)
     a = int(store.episode_starts[episode])
     b = min(a + history, int(store.episode_ends[episode]))
     idx = np.clip(np.arange(a, a + history), a, b - 1) - a
-    frames = np.asarray(store.array(f"images/{camera}")[a:b])[idx]
+    frames = stack_cameras({c: np.asarray(store.array(f"images/{c}")[a:b])[idx] for c in cameras}, cameras)
     states = np.asarray(store.array("state")[a:b], np.float32)[idx]
     return frames, states, str(store.meta["instruction"][episode])
 
@@ -54,7 +57,8 @@ class WorldModelEnv(gym.Env):
             raise ValueError("WorldModelEnv needs at least one stored episode to start from")
         self.model = model.eval()
         self.starts = starts
-        self.camera = model.config.camera
+        self.camera = model.config.camera  # the one the scorer reads
+        self.cameras = model.config.cameras
         self.max_steps = int(max_steps)
         size, dim = model.config.image_size, model.config.state_dim
         if tuple(action_space.shape) != (model.config.action_dim,):
@@ -63,7 +67,7 @@ class WorldModelEnv(gym.Env):
         self.action_space = action_space
         self.observation_space = gym.spaces.Dict({
             "state": gym.spaces.Box(-np.inf, np.inf, (dim,), np.float32),
-            "images": gym.spaces.Dict({self.camera: gym.spaces.Box(0, 255, (size, size, 3), np.uint8)}),
+            "images": gym.spaces.Dict({c: gym.spaces.Box(0, 255, (size, size, 3), np.uint8) for c in self.cameras}),
             "instruction": instruction_space,
         })
         self.scorer = scorer if scorer is not None else NearestFrameScorer(starts, self.camera)
@@ -73,21 +77,21 @@ class WorldModelEnv(gym.Env):
         self.start_episode = -1  # the stored episode the current rollout started from
 
     def _obs(self, frame: np.ndarray, state: np.ndarray) -> dict[str, Any]:
-        return {"state": np.asarray(state, np.float32), "images": {self.camera: np.asarray(frame, np.uint8)},
-                "instruction": self._instruction}
+        images = split_cameras(np.asarray(frame, np.uint8), self.cameras)
+        return {"state": np.asarray(state, np.float32), "images": images, "instruction": self._instruction}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         super().reset(seed=seed)
         store, k = self.starts.store, self.model.config.history
         pick = (options or {}).get("episode")
         episode = int(pick) if pick is not None else int(self.np_random.choice(self.starts.episodes))
-        frames, states, self._instruction = start_frames(store, episode, self.camera, k)
+        frames, states, self._instruction = start_frames(store, episode, self.cameras, k)
         # A seeded reset imagines the same rollout for the same actions, in any process.
         generator = None if seed is None else torch.Generator(device=self.model.device).manual_seed(int(seed))
         self._imagination = Imagination(self.model, frames[None], states[None], generator=generator)
         self._steps = 0
         self.start_episode = episode
-        success, progress = self.scorer.score(frames[-1], states[-1], self._instruction)
+        success, progress = self.scorer.score(frames[-1][..., :3], states[-1], self._instruction)
         return self._obs(frames[-1], states[-1]), {"success": False, "progress": progress, "phase": -1,
                                                    "start_episode": episode}
 
@@ -105,11 +109,11 @@ class WorldModelEnv(gym.Env):
         if problems[0] is not None:
             info.update(success=False, progress=0.0, imagination_error=f"step {self._steps}: {problems[0]}")
             return self._obs(frame_np, state_np), 0.0, False, True, info
-        success, progress = self.scorer.score(frame_np, state_np, self._instruction)
+        success, progress = self.scorer.score(frame_np[..., :3], state_np, self._instruction)
         info.update(success=success, progress=progress)
         return (self._obs(frame_np, state_np), float(success), success, self._steps >= self.max_steps, info)
 
     def render(self) -> np.ndarray | None:
         if self._imagination is None:
             return None
-        return self._imagination.frames[0, -1].cpu().numpy()
+        return self._imagination.frames[0, -1, ..., :3].cpu().numpy()  # the scored camera

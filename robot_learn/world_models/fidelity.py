@@ -22,7 +22,7 @@ from torchmetrics.functional.image import peak_signal_noise_ratio, structural_si
 
 from robot_learn.data.views import EpisodeView
 from robot_learn.world_models.imagination import Imagination
-from robot_learn.world_models.modeling_world_model import VideoWorldModel
+from robot_learn.world_models.modeling_world_model import VideoWorldModel, stack_cameras
 
 MOVED_LEVELS = 16  # pixel levels (0-255) a real pixel must leave its start value by to count as moved
 
@@ -89,17 +89,22 @@ def _moved_psnr(preds: tuple[torch.Tensor, ...], real: torch.Tensor, start: torc
 
 @torch.no_grad()
 def measure_fidelity(model: VideoWorldModel, view: EpisodeView, horizon: int = 20, stride: int = 10,
-                     seed: int = 0) -> FidelityReport:
+                     seed: int = 0, camera: str | None = None) -> FidelityReport:
     """Replay ``view``'s episodes in ``model`` from every ``stride``-th start with ``horizon``
-    steps left; ValueError when no episode is long enough."""
+    steps left, scoring ``camera``'s frames (None: the model's first camera; a model of several
+    cameras imagines all of them); ValueError when no episode is long enough."""
     if horizon < 1:
         raise ValueError(f"horizon must be >= 1, got {horizon}")
-    k, camera = model.config.history, model.config.camera
+    k, cameras = model.config.history, model.config.cameras
+    camera = camera or cameras[0]
+    if camera not in cameras:
+        raise ValueError(f"camera '{camera}' is not imagined by this world model; its cameras: {list(cameras)}")
+    channels = slice(3 * cameras.index(camera), 3 * cameras.index(camera) + 3)
     store = view.store
     frames_all, states_all, actions_all, starts = [], [], [], []
     for ep in view.episodes:
         a, b = int(store.episode_starts[ep]), int(store.episode_ends[ep])
-        frames = np.asarray(store.array(f"images/{camera}")[a:b])
+        frames = stack_cameras({c: np.asarray(store.array(f"images/{c}")[a:b]) for c in cameras}, cameras)
         states = np.asarray(store.array("state")[a:b], dtype=np.float32)
         actions = np.asarray(store.array("action")[a:b], dtype=np.float32)
         for t0 in range(k - 1, len(frames) - horizon, stride):
@@ -117,11 +122,12 @@ def measure_fidelity(model: VideoWorldModel, view: EpisodeView, horizon: int = 2
     imagination = Imagination(model, frames[:, :k], states[:, :k], generator=generator)
     alive = torch.ones(len(starts), dtype=torch.bool)
     report = FidelityReport(horizon=horizon, rollouts=len(starts), episodes=view.episodes.tolist())
-    last = frames[:, k - 1]
+    last = frames[:, k - 1, ..., channels]
     for h in range(horizon):
         frame, state, problems = imagination.step(actions[:, h])
+        frame = frame[..., channels]
         alive &= torch.tensor([p is None for p in problems])
-        real = frames[:, k + h]
+        real = frames[:, k + h, ..., channels]
         psnr, ssim = _scores(frame.cpu(), real)
         base_psnr, base_ssim = _scores(last, real)
         # A diverged rollout keeps its last score: at worst what the clipped frame earns.

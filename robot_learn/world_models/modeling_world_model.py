@@ -1,4 +1,4 @@
-"""``VideoWorldModel``: the next camera frame and state from a short history plus the action.
+"""``VideoWorldModel``: the next camera frames and state from a short history plus the action.
 
 Read top to bottom, one transition is
 
@@ -7,6 +7,9 @@ Read top to bottom, one transition is
     delta   = U-Net(space_to_depth(x [, noisy delta]), cond) (the change from o_t, in [-1, 1] units)
     o_{t+1} = o_t + delta;   state_{t+1} = state_t + std * MLP_state(...)
     (a pixel whose |delta| stays under change_floor keeps o_t's value)
+
+With ``extra_cameras`` a "frame" is every camera's image stacked along the channels
+(``[H, W, 3 * cameras]``, ``camera`` first): one U-Net imagines all of them at once.
 
 Predicting the change, with the U-Net's output layer zeroed at init, makes an untrained
 model exactly copy-last-frame: the strong baseline at 10 Hz, where most pixels do not
@@ -22,16 +25,31 @@ cosine schedule reaches pure noise at its last timestep and the sampler starts t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from diffusers import DDIMScheduler, DDPMScheduler, UNet2DModel
 from torch import nn
 
 from robot_learn.world_models.configuration_world_model import WorldModelConfig
+
+
+def stack_cameras(images: Mapping[str, Any], cameras: Sequence[str]) -> Any:
+    """``{camera: [..., H, W, 3]}`` -> ``[..., H, W, 3 * len(cameras)]`` in ``cameras``' order
+    (numpy arrays or torch tensors)."""
+    parts = [images[c] for c in cameras]
+    if len(parts) == 1:
+        return parts[0]
+    return torch.cat(parts, dim=-1) if isinstance(parts[0], torch.Tensor) else np.concatenate(parts, axis=-1)
+
+
+def split_cameras(frame: Any, cameras: Sequence[str]) -> dict[str, Any]:
+    """The inverse of :func:`stack_cameras`: ``{camera: frame[..., 3i:3i+3]}``."""
+    return {c: frame[..., 3 * i: 3 * i + 3] for i, c in enumerate(cameras)}
 
 
 class VideoWorldModel(nn.Module):
@@ -49,12 +67,13 @@ class VideoWorldModel(nn.Module):
         self.config = config
         c = config
         s2 = c.space_to_depth ** 2
+        rgb = 3 * len(c.cameras)  # channels of one (stacked) frame
         cond_dim = c.block_out_channels[0] * 4  # UNet2DModel's time-embedding width
         in_frames = c.history + (1 if c.head == "diffusion" else 0)
         levels = len(c.block_out_channels)
         self.unet = UNet2DModel(
             sample_size=c.image_size // c.space_to_depth,
-            in_channels=3 * in_frames * s2, out_channels=3 * s2,
+            in_channels=rgb * in_frames * s2, out_channels=rgb * s2,
             down_block_types=("DownBlock2D",) * levels, up_block_types=("UpBlock2D",) * levels,
             block_out_channels=c.block_out_channels, layers_per_block=c.layers_per_block,
             norm_num_groups=c.norm_num_groups, add_attention=False, class_embed_type="identity",
@@ -87,7 +106,7 @@ class VideoWorldModel(nn.Module):
     def obs_shapes(self) -> dict[str, tuple[int, ...]]:
         """What a rollout in this model provides per step (a policy must need no more)."""
         size = self.config.image_size
-        return {"state": (self.config.state_dim,), f"images/{self.config.camera}": (size, size, 3)}
+        return {"state": (self.config.state_dim,), **{f"images/{c}": (size, size, 3) for c in self.config.cameras}}
 
     # --- one transition -----------------------------------------------------------
     def _conditioning(self, states: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
@@ -105,9 +124,9 @@ class VideoWorldModel(nn.Module):
 
     @staticmethod
     def frames_to_unit(frames: torch.Tensor) -> torch.Tensor:
-        """uint8 ``[B, K, H, W, 3]`` -> float ``[B, K*3, H, W]`` in [-1, 1]."""
-        b, k, h, w, _ = frames.shape
-        return (frames.float() / 127.5 - 1.0).permute(0, 1, 4, 2, 3).reshape(b, k * 3, h, w)
+        """uint8 ``[B, K, H, W, C]`` -> float ``[B, K*C, H, W]`` in [-1, 1]."""
+        b, k, h, w, c = frames.shape
+        return (frames.float() / 127.5 - 1.0).permute(0, 1, 4, 2, 3).reshape(b, k * c, h, w)
 
     def compute_loss(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
         """MSE of the predicted frame change and the normalised state change.
@@ -117,13 +136,13 @@ class VideoWorldModel(nn.Module):
         led to it is ``action[:, history - 1]``. Windows anchored at an episode's first
         step (no real transition, edge padding) are left out of the loss.
         """
-        k = self.config.history
-        frames = batch["obs"]["images"][self.config.camera]
+        k, rgb = self.config.history, 3 * len(self.config.cameras)
+        frames = stack_cameras(batch["obs"]["images"], self.config.cameras)
         states = batch["obs"]["state"].float()
         action = batch["action"][:, k - 1].float()
         x = self.frames_to_unit(frames)
-        history, target = x[:, : 3 * k], x[:, 3 * k:]
-        delta = target - history[:, -3:]
+        history, target = x[:, : rgb * k], x[:, rgb * k:]
+        delta = target - history[:, -rgb:]
         cond = self._conditioning(states[:, :k], action)
         if self.config.head == "residual":
             pred = self._denoise(history, None, torch.zeros(len(x), device=x.device, dtype=torch.long), cond)
@@ -148,27 +167,30 @@ class VideoWorldModel(nn.Module):
                      generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
         """One imagined step.
 
-        ``frames`` uint8 ``[B, history, H, W, 3]``, ``states`` ``[B, history, state_dim]``,
-        ``action`` ``[B, action_dim]``. Returns ``frame``: float ``[B, H, W, 3]`` in pixel
-        units, NOT clipped (a caller checks the range before casting to uint8), and
+        ``frames`` uint8 ``[B, history, H, W, 3 * cameras]`` (:func:`stack_cameras`), ``states``
+        ``[B, history, state_dim]``, ``action`` ``[B, action_dim]``. Returns ``frame``: float
+        ``[B, H, W, 3 * cameras]`` in pixel units, NOT clipped (a caller checks the range before casting to uint8), and
         ``state``: ``[B, state_dim]``.
         """
         x = self.frames_to_unit(frames)
+        rgb = frames.shape[-1]
         cond = self._conditioning(states, action)
         if self.config.head == "residual":
             delta = self._denoise(x, None, torch.zeros(len(x), device=x.device, dtype=torch.long), cond)
         else:
             scheduler = self.sample_scheduler
             scheduler.set_timesteps(self.config.sampling_steps, device=x.device)
-            delta = torch.randn(x[:, :3].shape, generator=generator, device=x.device)
+            delta = torch.randn(x[:, :rgb].shape, generator=generator, device=x.device)
             for t in scheduler.timesteps:
                 out = self._denoise(x, delta, t.expand(len(x)), cond)
                 delta = scheduler.step(out, t, delta).prev_sample
             delta = delta / self.config.delta_scale
-        if self.config.change_floor > 0:  # pixels that barely change keep their last value
-            moved = delta.abs().amax(dim=1, keepdim=True) * 127.5 > self.config.change_floor
-            delta = delta * moved
-        frame = (x[:, -3:] + delta + 1.0) * 127.5
+        if self.config.change_floor > 0:  # pixels that barely change keep their last value (per camera)
+            b, _, h, w = delta.shape
+            per_camera = delta.reshape(b, rgb // 3, 3, h, w)
+            moved = per_camera.abs().amax(dim=2, keepdim=True) * 127.5 > self.config.change_floor
+            delta = (per_camera * moved).reshape(b, rgb, h, w)
+        frame = (x[:, -rgb:] + delta + 1.0) * 127.5
         state = states[:, -1].float() + self.state_head(cond) * self.state_delta_std + self.state_delta_mean
         return {"frame": frame.permute(0, 2, 3, 1), "state": state}
 

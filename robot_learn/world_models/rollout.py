@@ -42,15 +42,20 @@ def task_spaces(task: str) -> tuple[gym.spaces.Box, gym.spaces.Text]:
 
 def check_policy_fits(policy: Any, model: VideoWorldModel, action_dim: int) -> None:
     """ValueError naming both sides unless the policy reads what the model imagines
-    (its camera at its image size, ``state``) and acts in the model's action space."""
+    (some of its cameras at its image size, ``state``) and acts in the model's action space."""
     from robot_learn.evaluation.rollout import policy_cameras
 
     cams, size = policy_cameras(policy)
-    want = (model.config.camera,)
-    if cams and (tuple(cams) != want or size != model.config.image_size):
-        raise ValueError(f"policy reads cameras {list(cams)} at {size} px; the world model imagines "
-                         f"{list(want)} at {model.config.image_size} px")
+    check_cameras_fit(cams, size, model)
     check_compatible(policy, action_dim=action_dim, obs_shapes=model.obs_shapes)
+
+
+def check_cameras_fit(cameras: Sequence[str], image_size: int, model: VideoWorldModel) -> None:
+    """ValueError naming both sides unless every camera a policy reads (at ``image_size``) is imagined."""
+    have = model.config.cameras
+    if tuple(cameras) and (not set(cameras) <= set(have) or int(image_size) != model.config.image_size):
+        raise ValueError(f"policy reads cameras {list(cameras)} at {image_size} px; the world model imagines "
+                         f"{list(have)} at {model.config.image_size} px")
 
 
 @dataclass
@@ -69,10 +74,7 @@ class WorldModelEnvFactory:
     def make_env(self, task: str, cameras: Sequence[str] = (), image_size: int = 64,
                  max_steps: int | None = None) -> WorldModelEnv:
         model = load_world_model(self.checkpoint, task=task)
-        want = (model.config.camera,)
-        if tuple(cameras) and (tuple(cameras) != want or int(image_size) != model.config.image_size):
-            raise ValueError(f"policy reads cameras {list(cameras)} at {image_size} px; the world model imagines "
-                             f"{list(want)} at {model.config.image_size} px")
+        check_cameras_fit(cameras, image_size, model)
         store = EpisodeStore.open(self.store, mode="r")
         view = EpisodeView(store, range(store.num_episodes) if self.episodes is None else self.episodes)
         return WorldModelEnv(model, view, *task_spaces(task), max_steps=max_steps or 100,

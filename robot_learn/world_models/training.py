@@ -37,17 +37,19 @@ def split_store(store: EpisodeStore, held_out: int) -> StoreSplit:
 
 
 def check_store_fits(store: EpisodeStore, config: WorldModelConfig) -> None:
-    """ValueError unless the store records the model's camera at its image size, state and action."""
-    key = f"images/{config.camera}"
-    if key not in store.keys:
-        cams = sorted(k.split("/", 1)[1] for k in store.keys if k.startswith("images/"))
-        raise ValueError(f"store {store.path} has no camera '{config.camera}'; its cameras: {cams or 'none'} "
-                         f"(collect with cameras=[{config.camera}] image_size={config.image_size})")
-    shape = tuple(store.array(key).shape[1:])
-    want = (config.image_size, config.image_size, 3)
-    if shape != want:
-        raise ValueError(f"store {store.path} has '{key}' frames of {shape}; the world model wants {want} "
-                         f"(image_size={config.image_size})")
+    """ValueError unless the store records the model's cameras at its image size, state and action."""
+    for camera in config.cameras:
+        key = f"images/{camera}"
+        if key not in store.keys:
+            cams = sorted(k.split("/", 1)[1] for k in store.keys if k.startswith("images/"))
+            raise ValueError(f"store {store.path} has no camera '{camera}'; its cameras: {cams or 'none'} "
+                             f"(collect with cameras=[{','.join(config.cameras)}] image_size={config.image_size}; "
+                             "wm train collects one when data.path names a new store)")
+        shape = tuple(store.array(key).shape[1:])
+        want = (config.image_size, config.image_size, 3)
+        if shape != want:
+            raise ValueError(f"store {store.path} has '{key}' frames of {shape}; the world model wants {want} "
+                             f"(image_size={config.image_size})")
     for name, dim in (("state", config.state_dim), ("action", config.action_dim)):
         have = tuple(store.array(name).shape[1:])
         if have != (dim,):
@@ -69,7 +71,7 @@ def transition_stats(view: EpisodeView) -> dict[str, dict[str, np.ndarray]]:
 
 def make_sampler(view: EpisodeView, config: WorldModelConfig, batch_size: int, seed: int = 0) -> WindowSampler:
     """Windows of ``history + 1`` frames and states (the last is the target) and ``history`` actions."""
-    return WindowSampler(view, obs_keys=("state", f"images/{config.camera}"), action_key="action",
+    return WindowSampler(view, obs_keys=("state", *(f"images/{c}" for c in config.cameras)), action_key="action",
                          obs_horizon=config.history + 1, action_horizon=config.history,
                          batch_size=batch_size, seed=seed)
 

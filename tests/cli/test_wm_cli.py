@@ -97,6 +97,8 @@ def test_rollout_on_workers_without_ray_is_one_line_naming_the_extra(setup, caps
     (("train", "world_model.head=gan"), "unknown world-model head 'gan'; valid heads: residual, diffusion"),
     (("eval", "checkpoint=nowhere", "change_floor=300"), "change_floor must be in [0, 255) pixel levels or null, got 300.0"),
     (("train", "success_model.success_frames=0"), "success_model.success_frames must be >= 1, got 0"),
+    (("train", "+world_model.extra_cameras=[front]"),
+     "world-model cameras must differ; got camera 'front' and extra_cameras ['front']"),
     (("rollout", "checkpoint=nowhere", "policy_dir=nowhere", "out=x.zarr", "workers=0"), "workers must be >= 1, got 0"),
 ])
 def test_bad_settings_are_one_line_and_write_no_store(args, message, capsys, monkeypatch, tmp_path):
@@ -162,6 +164,22 @@ def test_wm_train_also_trains_the_success_model_it_names(tmp_path, capsys, monke
     assert f"(use it with wm rollout scorer={run_dir / 'success_model'})" in captured.out
     judge = load_success_model(run_dir / "success_model")
     assert (judge.config.camera, judge.config.image_size) == ("front", 32)
+
+
+def test_wm_train_of_two_cameras_collects_both_and_reports_fidelity_per_camera(tmp_path, capsys, monkeypatch):
+    from robot_learn.world_models import load_world_model
+
+    run_dir, store = tmp_path / "run", tmp_path / "wm2.zarr"
+    code, captured = run(capsys, monkeypatch, tmp_path, "train", f"data.path={store}", "data.episodes=2",
+                         "data.held_out=1", "train.steps=2", "train.batch_size=4", "+world_model.image_size=32",
+                         "world_model.space_to_depth=2", "+world_model.extra_cameras=[wrist]", "success_model.steps=0",
+                         f"run_dir={run_dir}")
+    assert code == 0, captured.err
+    assert load_world_model(run_dir / "policy", task="bin_place").config.cameras == ("front", "wrist")
+    with EpisodeStore.open(store, mode="r") as collected:
+        assert {"images/front", "images/wrist"} <= set(collected.keys)
+    assert (run_dir / "fidelity" / "fidelity.md").exists() and (run_dir / "fidelity" / "wrist" / "fidelity.md").exists()
+    assert "wrist: beats copy-last at" in captured.out
 
 
 def test_rollout_refuses_an_unknown_scorer_in_one_line(setup, capsys, monkeypatch, tmp_path):

@@ -47,26 +47,34 @@ def store_path(tmp_path_factory):
     return path
 
 
-@pytest.fixture(scope="module")
-def trained(store_path, tmp_path_factory):
+def train_tiny(store_path, config, out):
+    """``config`` trained 40 steps at batch 16 on ``store_path`` (its last episode held out), saved in ``out``."""
     torch.set_num_threads(1)
-    out = tmp_path_factory.mktemp("wm_run")
     train = TrainConfig(steps=40, batch_size=16, lr=2e-3, warmup_steps=5, out_dir=str(out), resume=False,
                         progress_bar=False, log_every=10, ckpt_every=0, device="cpu", seed=0)
     torch.manual_seed(0)
-    model, metrics = train_world_model(store_path, tiny_config(), train, held_out=1)
+    model, _ = train_world_model(store_path, config, train, held_out=1)
     return model, out
+
+
+@pytest.fixture(scope="module")
+def trained(store_path, tmp_path_factory):
+    return train_tiny(store_path, tiny_config(), tmp_path_factory.mktemp("wm_run"))
+
+
+def training_transitions(model, store_path):
+    """Every training transition with a real predecessor, as one sampler batch for ``model``."""
+    with EpisodeStore.open(store_path, mode="r") as store:
+        view = split_store(store, 1).train
+        lengths = [store.episode_ends[e] - store.episode_starts[e] for e in view.episodes]
+        episodes = np.repeat(view.episodes, lengths)
+        t = np.concatenate([np.arange(n) for n in lengths])
+        return make_sampler(view, model.config, batch_size=1).batch_at(episodes[t >= 1], t[t >= 1])
 
 
 def one_step_errors(model, store_path):
     """Mean squared pixel error of the model and of copy-last on every training transition."""
-    with EpisodeStore.open(store_path, mode="r") as store:
-        view = split_store(store, 1).train
-        sampler = make_sampler(view, model.config, batch_size=1)
-        episodes = np.repeat(view.episodes, [store.episode_ends[e] - store.episode_starts[e] for e in view.episodes])
-        t = np.concatenate([np.arange(store.episode_ends[e] - store.episode_starts[e]) for e in view.episodes])
-        keep = t >= 1
-        batch = sampler.batch_at(episodes[keep], t[keep])
+    batch = training_transitions(model, store_path)
     frames = torch.as_tensor(batch["obs"]["images"]["front"])
     k = model.config.history
     out = model.predict_next(frames[:, :k], torch.as_tensor(batch["obs"]["state"][:, :k]),
