@@ -6,8 +6,8 @@ training step time of the same model.
 
 The world model is the default preset (configs/world_model/residual.yaml) with
 untrained weights, or --checkpoint: its cost does not depend on the weights.
-MuJoCo runs bin_place with the front camera at the model's image size, stepping
-with the scripted expert's actions.
+MuJoCo runs bin_place with the model's cameras (a frame of the model is one image of
+each) at its image size, stepping with the scripted expert's actions.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from robot_learn.world_models.imagination import Imagination
 PRESET = Path(__file__).resolve().parents[1] / "configs" / "world_model" / "residual.yaml"
 
 
-def mujoco_frames_per_s(task: str, camera: str, size: int, steps: int) -> float:
-    env = make_env(task, cameras=(camera,), image_size=size)
+def mujoco_frames_per_s(task: str, cameras: tuple[str, ...], size: int, steps: int) -> float:
+    env = make_env(task, cameras=cameras, image_size=size)
     expert = make_expert(task, noise=0.0, seed=0)
     obs, _ = env.reset(seed=0)
     expert.reset(env)
@@ -47,7 +47,8 @@ def mujoco_frames_per_s(task: str, camera: str, size: int, steps: int) -> float:
 @torch.no_grad()
 def imagined_frames_per_s(model: VideoWorldModel, batch: int, steps: int) -> float:
     c = model.config
-    frames = torch.randint(0, 255, (batch, c.history, c.image_size, c.image_size, 3), dtype=torch.uint8)
+    frames = torch.randint(0, 255, (batch, c.history, c.image_size, c.image_size, 3 * len(c.cameras)),
+                           dtype=torch.uint8)
     imagination = Imagination(model, frames, torch.zeros(batch, c.history, c.state_dim))
     action = np.zeros((batch, c.action_dim), np.float32)
     imagination.step(action)  # warm-up
@@ -59,8 +60,8 @@ def imagined_frames_per_s(model: VideoWorldModel, batch: int, steps: int) -> flo
 
 def train_step_s(model: VideoWorldModel, batch: int, steps: int) -> float:
     c = model.config
-    data = {"obs": {"images": {c.camera: torch.randint(0, 255, (batch, c.history + 1, c.image_size, c.image_size, 3),
-                                                       dtype=torch.uint8)},
+    shape = (batch, c.history + 1, c.image_size, c.image_size, 3)
+    data = {"obs": {"images": {cam: torch.randint(0, 255, shape, dtype=torch.uint8) for cam in c.cameras},
                     "state": torch.randn(batch, c.history + 1, c.state_dim)},
             "action": torch.randn(batch, c.history, c.action_dim), "t": torch.ones(batch, dtype=torch.long)}
     model.train()
@@ -91,10 +92,10 @@ def main() -> None:
         model = VideoWorldModel(WorldModelConfig(**yaml.safe_load(PRESET.read_text()))).eval()
     c = model.config
     params = sum(p.numel() for p in model.parameters())
-    print(f"config: task {c.task}, camera {c.camera} at {c.image_size} px, head {c.head}, "
+    print(f"config: task {c.task}, cameras {list(c.cameras)} at {c.image_size} px, head {c.head}, "
           f"space_to_depth {c.space_to_depth}, channels {list(c.block_out_channels)}, {params / 1e6:.2f} M params, "
           f"torch threads {args.threads}, {args.steps} frames per measurement")
-    sim = mujoco_frames_per_s(c.task, c.camera, c.image_size, args.steps)
+    sim = mujoco_frames_per_s(c.task, c.cameras, c.image_size, args.steps)
     print(f"MuJoCo step + render ({c.task}, 1 env): {sim:.1f} frames/s")
     for batch in args.batches:
         rate = imagined_frames_per_s(model, batch, max(1, args.steps // batch))
