@@ -32,14 +32,21 @@ def demo_store_path(task: str, cameras: Sequence[str], image_size: int, start_sp
     return f"data/{task}_demos{suffix}{spread}.zarr"
 
 
+def world_model_store_path(task: str, camera: str, extra_cameras: Sequence[str], image_size: int) -> str:
+    """Default store of ``wm train``: ``data/wm/<task>_<camera>[_<extra>...]_<size>.zarr``
+    (``data/wm/bin_place_front_64.zarr``; with the wrist camera too ``..._front_wrist_64.zarr``)."""
+    return f"data/wm/{task}_{'_'.join([str(camera), *map(str, extra_cameras or [])])}_{image_size}.zarr"
+
+
 def observed_cameras(camera_names: Sequence[str], encoder_cameras: Sequence[str]) -> list[str]:
     """Cameras a policy reads: its own plus its frame encoder's (pixel presets)."""
     return list(dict.fromkeys([*map(str, camera_names or []), *map(str, encoder_cameras or [])]))
 
 
-# Hydra configs refer to them as ${demo_store_path:task,cameras,image_size[,start_spread]} and
-# ${observed_cameras:camera_names,encoder_cameras}.
-for _name, _resolver in (("demo_store_path", demo_store_path), ("observed_cameras", observed_cameras)):
+# Hydra configs refer to them as ${demo_store_path:task,cameras,image_size[,start_spread]},
+# ${world_model_store_path:task,camera,extra_cameras,image_size} and ${observed_cameras:camera_names,encoder_cameras}.
+for _name, _resolver in (("demo_store_path", demo_store_path), ("world_model_store_path", world_model_store_path),
+                         ("observed_cameras", observed_cameras)):
     if not OmegaConf.has_resolver(_name):
         OmegaConf.register_new_resolver(_name, _resolver)
 
