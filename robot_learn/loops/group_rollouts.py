@@ -74,7 +74,8 @@ class ImaginedGroup:
         from robot_learn.world_models.modeling_world_model import split_cameras
 
         return {"state": states.cpu().numpy().astype(np.float32),
-                "images": split_cameras(frames.cpu().numpy(), self.cameras), "instruction": [self._instruction] * self.group_size}
+                "images": split_cameras(frames.cpu().numpy(), self.cameras),
+                "instruction": [self._instruction] * self.group_size}
 
     def reset(self, start: int, seed: int) -> dict[str, Any]:
         from robot_learn.world_models.env import start_frames

@@ -128,6 +128,6 @@ def test_bad_camera_settings_get_one_line_errors(tmp_path):
     collect_demos("bin_place", 1, front_only, cameras=("front",), image_size=SIZE, max_steps=3,
                   keep_failures=True, progress_bar=False)
     with EpisodeStore.open(front_only, mode="r") as store:
-        with pytest.raises(ValueError, match=r"has no camera 'wrist'; its cameras: \['front'\] "
-                                             r"\(collect with cameras=\[front,wrist\] image_size=32; wm train collects"):
+        with pytest.raises(ValueError, match=r"has no camera 'wrist'; its cameras: \['front'\] \(collect with "
+                                             r"cameras=\[front,wrist\] image_size=32; wm train collects"):
             check_store_fits(store, two_camera_config())
