@@ -189,3 +189,20 @@ def test_rollout_refuses_an_unknown_scorer_in_one_line(setup, capsys, monkeypatc
     err = captured.err
     assert code == 2 and err.count("\n") == 1 and not (tmp_path / "x.zarr").exists()
     assert "scorer 'no_such_dir' is neither 'nearest' nor a success-model directory" in err
+
+
+def test_default_store_names_every_camera():
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    import robot_learn.cli.hydra_app  # noqa: F401  (registers the resolvers `wm train` uses)
+
+    configs = Path(__file__).resolve().parents[2] / "configs"
+    paths = {}
+    for extra in ([], ["+world_model.extra_cameras=[wrist]"]):
+        with initialize_config_dir(config_dir=str(configs), version_base=None):
+            cfg = compose(config_name="wm_train", overrides=extra)
+        paths[len(extra)] = OmegaConf.to_container(cfg.data, resolve=True)["path"]
+    assert paths == {0: "data/wm/bin_place_front_64.zarr", 1: "data/wm/bin_place_front_wrist_64.zarr"}

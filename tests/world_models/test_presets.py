@@ -44,13 +44,3 @@ def test_gpu_preset_covers_96_to_128_px():
     default = sum(p.numel() for p in VideoWorldModel(preset("residual")).parameters())
     assert params > 10 * default, (params, default)
 
-
-def test_default_store_names_every_camera():
-    import robot_learn.cli.hydra_app  # noqa: F401  (registers the resolvers `wm train` uses)
-
-    paths = {}
-    for extra in ([], ["+world_model.extra_cameras=[wrist]"]):
-        with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
-            cfg = compose(config_name="wm_train", overrides=extra)
-        paths[len(extra)] = OmegaConf.to_container(cfg.data, resolve=True)["path"]
-    assert paths == {0: "data/wm/bin_place_front_64.zarr", 1: "data/wm/bin_place_front_wrist_64.zarr"}
