@@ -4,6 +4,7 @@ One module-scoped store (3 expert episodes, front and wrist cameras at 32 px) an
 model trained a few dozen steps with the policies' Trainer serve every test.
 """
 
+import numpy as np
 import pytest
 import torch
 
@@ -131,3 +132,20 @@ def test_bad_camera_settings_get_one_line_errors(tmp_path):
         with pytest.raises(ValueError, match=r"has no camera 'wrist'; its cameras: \['front'\] \(collect with "
                                              r"cameras=\[front,wrist\] image_size=32; wm train collects"):
             check_store_fits(store, two_camera_config())
+
+
+def test_grpo_groups_imagine_both_cameras_and_score_the_first(trained, store_path):
+    from robot_learn.loops.group_rollouts import ImaginedGroup
+    from robot_learn.world_models.scorer import NearestFrameScorer
+
+    model, _ = trained
+    view = split_store(EpisodeStore.open(store_path, mode="r"), 1).train
+    group = ImaginedGroup(model, view, NearestFrameScorer(view, "front"), max_steps=2, group_size=3)
+    try:
+        obs = group.reset(0, seed=0)
+        assert {c: f.shape for c, f in obs["images"].items()} == {c: (3, SIZE, SIZE, 3) for c in CAMERAS}
+        obs, info = group.step(np.zeros((3, 5), np.float32))
+        assert set(obs["images"]) == set(CAMERAS) and info["success"].shape == (3,)
+        assert all(p is None for p in info["problems"])
+    finally:
+        group.close()
