@@ -88,15 +88,15 @@ def _train_judge(store_path: Path, held_out: int, camera: str, steps: int, succe
 def _fidelity(model, store_path: Path, held_out: int, out_dir: Path, *, horizon: int, stride: int,
               seed: int, title: str) -> int:
     from robot_learn.data import EpisodeStore
-    from robot_learn.world_models.fidelity import measure_fidelity, write_fidelity_report
+    from robot_learn.world_models.fidelity import measure_fidelity_per_camera, write_fidelity_report
     from robot_learn.world_models.training import check_store_fits, split_store
 
     cameras = model.config.cameras
-    for camera in cameras:  # the first camera's report in out_dir, any other's in out_dir/<camera>
-        with EpisodeStore.open(store_path, mode="r") as store:
-            check_store_fits(store, model.config)
-            report = measure_fidelity(model, split_store(store, held_out).held_out, horizon=horizon,
-                                      stride=stride, seed=seed, camera=camera)
+    with EpisodeStore.open(store_path, mode="r") as store:
+        check_store_fits(store, model.config)
+        reports = measure_fidelity_per_camera(model, split_store(store, held_out).held_out, horizon=horizon,
+                                              stride=stride, seed=seed)
+    for camera, report in reports.items():  # the first camera's report in out_dir, any other's in out_dir/<camera>
         paths = write_fidelity_report(report, out_dir if camera == cameras[0] else out_dir / camera,
                                       f"{title}, {camera} camera" if len(cameras) > 1 else title,
                                       extra={"store": str(store_path), "held_out": held_out, "camera": camera})

@@ -26,12 +26,10 @@ from robot_learn.world_models.modeling_world_model import VideoWorldModel, split
 from robot_learn.world_models.scorer import NearestFrameScorer, RolloutScorer
 
 
-def start_frames(store: Any, episode: int, cameras: str | Sequence[str],
-                 history: int) -> tuple[np.ndarray, np.ndarray, str]:
+def start_frames(store: Any, episode: int, cameras: Sequence[str], history: int) -> tuple[np.ndarray, np.ndarray, str]:
     """The first ``history`` frames ``[K, H, W, 3 * cameras]`` (the cameras stacked along the
     channels) and states ``[K, S]`` of a stored episode, and its instruction: where an imagined
     rollout starts (short episodes repeat their last frame)."""
-    cameras = (cameras,) if isinstance(cameras, str) else tuple(cameras)
     a = int(store.episode_starts[episode])
     b = min(a + history, int(store.episode_ends[episode]))
     idx = np.clip(np.arange(a, a + history), a, b - 1) - a

@@ -87,19 +87,25 @@ def _moved_psnr(preds: tuple[torch.Tensor, ...], real: torch.Tensor, start: torc
             float(moved.float().mean()))
 
 
-@torch.no_grad()
 def measure_fidelity(model: VideoWorldModel, view: EpisodeView, horizon: int = 20, stride: int = 10,
                      seed: int = 0, camera: str | None = None) -> FidelityReport:
     """Replay ``view``'s episodes in ``model`` from every ``stride``-th start with ``horizon``
-    steps left, scoring ``camera``'s frames (None: the model's first camera; a model of several
-    cameras imagines all of them); ValueError when no episode is long enough."""
-    if horizon < 1:
-        raise ValueError(f"horizon must be >= 1, got {horizon}")
-    k, cameras = model.config.history, model.config.cameras
+    steps left, scoring ``camera``'s frames (None: the model's first camera); ValueError when
+    the model does not imagine ``camera`` or no episode is long enough."""
+    cameras = model.config.cameras
     camera = camera or cameras[0]
     if camera not in cameras:
         raise ValueError(f"camera '{camera}' is not imagined by this world model; its cameras: {list(cameras)}")
-    channels = slice(3 * cameras.index(camera), 3 * cameras.index(camera) + 3)
+    return measure_fidelity_per_camera(model, view, horizon, stride, seed)[camera]
+
+
+@torch.no_grad()
+def measure_fidelity_per_camera(model: VideoWorldModel, view: EpisodeView, horizon: int = 20, stride: int = 10,
+                                seed: int = 0) -> dict[str, FidelityReport]:
+    """:func:`measure_fidelity` of every camera the model imagines, from one imagination of them all."""
+    if horizon < 1:
+        raise ValueError(f"horizon must be >= 1, got {horizon}")
+    k, cameras = model.config.history, model.config.cameras
     store = view.store
     frames_all, states_all, actions_all, starts = [], [], [], []
     for ep in view.episodes:
@@ -121,27 +127,31 @@ def measure_fidelity(model: VideoWorldModel, view: EpisodeView, horizon: int = 2
     generator = torch.Generator(device=model.device).manual_seed(seed)
     imagination = Imagination(model, frames[:, :k], states[:, :k], generator=generator)
     alive = torch.ones(len(starts), dtype=torch.bool)
-    report = FidelityReport(horizon=horizon, rollouts=len(starts), episodes=view.episodes.tolist())
-    last = frames[:, k - 1, ..., channels]
+    reports = {c: FidelityReport(horizon=horizon, rollouts=len(starts), episodes=view.episodes.tolist())
+               for c in cameras}
+    channels = {c: slice(3 * i, 3 * i + 3) for i, c in enumerate(cameras)}
     for h in range(horizon):
-        frame, state, problems = imagination.step(actions[:, h])
-        frame = frame[..., channels]
+        imagined, state, problems = imagination.step(actions[:, h])
         alive &= torch.tensor([p is None for p in problems])
-        real = frames[:, k + h, ..., channels]
-        psnr, ssim = _scores(frame.cpu(), real)
-        base_psnr, base_ssim = _scores(last, real)
-        # A diverged rollout keeps its last score: at worst what the clipped frame earns.
-        report.model_psnr.append(float(psnr.mean()))
-        report.model_ssim.append(float(ssim.mean()))
-        report.copy_last_psnr.append(float(base_psnr.mean()))
-        report.copy_last_ssim.append(float(base_ssim.mean()))
-        report.state_rmse.append(float(((state.cpu() - states[:, k + h]) ** 2).mean().sqrt()))
-        (model_moved, copy_moved), moved = _moved_psnr((frame.cpu(), last), real, last)
-        report.model_psnr_moved.append(model_moved)
-        report.copy_last_psnr_moved.append(copy_moved)
-        report.moved_fraction.append(moved)
-    report.diverged = int((~alive).sum())
-    return report
+        state_rmse = float(((state.cpu() - states[:, k + h]) ** 2).mean().sqrt())
+        for camera, report in reports.items():
+            frame = imagined[..., channels[camera]].cpu()
+            last, real = frames[:, k - 1, ..., channels[camera]], frames[:, k + h, ..., channels[camera]]
+            psnr, ssim = _scores(frame, real)
+            base_psnr, base_ssim = _scores(last, real)
+            # A diverged rollout keeps its last score: at worst what the clipped frame earns.
+            report.model_psnr.append(float(psnr.mean()))
+            report.model_ssim.append(float(ssim.mean()))
+            report.copy_last_psnr.append(float(base_psnr.mean()))
+            report.copy_last_ssim.append(float(base_ssim.mean()))
+            report.state_rmse.append(state_rmse)
+            (model_moved, copy_moved), moved = _moved_psnr((frame, last), real, last)
+            report.model_psnr_moved.append(model_moved)
+            report.copy_last_psnr_moved.append(copy_moved)
+            report.moved_fraction.append(moved)
+    for report in reports.values():
+        report.diverged = int((~alive).sum())
+    return reports
 
 
 def write_fidelity_report(report: FidelityReport, out_dir: str | Path, title: str,
