@@ -3,7 +3,11 @@
 Fine-tunes a saved policy (``--base``, e.g. a checkpoint's ``ema``) on the successful demos of
 ``--store`` only, as a ``train_mode=continue`` round of ``robot-learn improve`` trains it
 (a fresh optimiser, ``--lr`` after ``--warmup`` steps, cosine to 0 over ``--steps``, a new EMA),
-with no new episodes. ``--ema continue`` starts the EMA's decay where a ``--base-steps`` run
+with no new episodes, or with ``--extra``: the successes of another store (a round's
+``collected.zarr``) join the demos, each part weighted by its frames as ``loop=autonomous``
+curates them, sampled by the round's own mixture sampler. ``--max-length`` keeps only the
+extra successes of at most that many steps, ``--subsample K`` K of them at random (the
+size-matched control of a length filter). ``--ema continue`` starts the EMA's decay where a ``--base-steps`` run
 left it instead of warming it up again. The policy lands in ``OUT/policy``; evaluate it with
 ``robot-learn eval checkpoint=OUT/policy`` on the seeds the base was evaluated on.
 
@@ -16,9 +20,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
 import torch
 
-from robot_learn.data import EpisodeStore, WindowSampler
+from robot_learn.data import EpisodeStore, EpisodeView, WindowSampler
+from robot_learn.loops.finetune import training_sampler
+from robot_learn.loops.round import Part
 from robot_learn.policies import load_policy
 from robot_learn.training import Trainer
 from robot_learn.training.config import TrainConfig
@@ -39,14 +46,24 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--seed", type=int, default=7, help="the sampler's seed")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--extra", type=Path, help="a store whose successful episodes join the demos")
+    parser.add_argument("--max-length", type=int, help="only --extra successes of at most this many steps")
+    parser.add_argument("--subsample", type=int, help="only this many --extra successes, drawn at random")
+    parser.add_argument("--subsample-seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     policy = load_policy(args.base).train()
     demos = EpisodeStore.open(args.store, mode="r").view(task=args.task, success=True)
-    derived = {} if policy.frame_encoder is None else {"features": cached_features(demos, policy.frame_encoder)}
-    sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
-                            action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=args.seed,
-                            derived=derived)
+    if args.extra is None:
+        derived = {} if policy.frame_encoder is None else {"features": cached_features(demos, policy.frame_encoder)}
+        sampler = WindowSampler(demos, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
+                                action_horizon=policy.action_horizon, batch_size=args.batch_size, seed=args.seed,
+                                derived=derived)
+    else:
+        wins = extra_successes(args)
+        print(f"--extra: {wins.num_episodes} successes, {wins.num_frames} frames, beside {demos.num_frames} demo frames")
+        parts = {"base": Part(demos, demos.num_frames), "successes": Part(wins, wins.num_frames)}
+        sampler = training_sampler(policy, parts, args.batch_size, seed=args.seed, dropout=0.0)
     cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup, ckpt_every=0,
                       log_every=50, num_threads=args.threads, progress_bar=True, out_dir=str(args.out), seed=1)
     trainer = Trainer(policy, sampler, cfg)
@@ -54,6 +71,21 @@ def main() -> None:
         trainer.ema.optimization_step = args.base_steps  # the decay the base's EMA had reached
     fit = trainer.fit()
     print(f"{args.steps} steps at lr {args.lr:g}, EMA {args.ema}: loss {fit['loss']:.4f}; policy {fit['final_policy_dir']}")
+
+
+def extra_successes(args: argparse.Namespace) -> EpisodeView:
+    """The successful episodes of ``--extra`` that pass ``--max-length`` and ``--subsample``."""
+    store = EpisodeStore.open(args.extra, mode="r")
+    wins = store.view(task=args.task, success=True)
+    lengths = store.episode_ends[wins.episodes] - store.episode_starts[wins.episodes]
+    keep = wins.episodes if args.max_length is None else wins.episodes[lengths <= args.max_length]
+    if args.subsample is not None:
+        if not 0 < args.subsample <= len(keep):
+            raise SystemExit(f"--subsample {args.subsample}: {args.extra} has {len(keep)} successes to draw from")
+        keep = np.random.default_rng(args.subsample_seed).choice(keep, args.subsample, replace=False)
+    if not len(keep):
+        raise SystemExit(f"--extra {args.extra}: no successful {args.task} episode passes the filters")
+    return EpisodeView(store, keep)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,9 @@ from robot_learn.policies.text_encoder import PretrainedTextEncoder, TextEncoder
 from robot_learn.policies.vision_encoder import set_channels_last
 
 Stats = Mapping[str, Mapping[str, Any]]
+# How far past a 0.05 step of the sampling range new data may reach (normalised units) before
+# the range widens: float32 rounding puts the demos' own extremes at 1.0000001.
+WIDEN_SLACK = 1e-3
 
 
 def make_inference_scheduler(kind: str, config: DiffusionConfig):
@@ -251,8 +254,10 @@ class DiffusionPolicy(Policy):
         The normaliser stays as trained, so the weights keep their meaning; without this a policy
         fine-tuned on actions beyond its first demos' range is clipped back inside it. The
         ``dpmsolver`` sampler keeps x0 inside [-1, 1] whatever the range (see
-        :func:`make_inference_scheduler`); ``ddpm`` and ``ddim`` (the default) reach the widened one."""
-        bound = math.ceil(float(extent) * 20.0 - 1e-6) / 20.0
+        :func:`make_inference_scheduler`); ``ddpm`` and ``ddim`` (the default) reach the widened one.
+        An overshoot under ``WIDEN_SLACK`` is not one: the demos' own extreme actions normalise to
+        1.0000001 in float32, which would widen every round's range to 1.05."""
+        bound = math.ceil((float(extent) - WIDEN_SLACK) * 20.0) / 20.0
         if not bound > self.config.clip_sample_range:
             return False
         self.config = self.config.with_changes(clip_sample_range=bound)
