@@ -161,7 +161,7 @@ def main() -> None:
         check_same_round(run_dir, [*loop, *common, f"run_dir={run_dir}"])
         seconds[name] = time.perf_counter() - start
         round_1 = json.loads((run_dir / "rounds.json").read_text())[-1]
-        kept[name] = round_1["collected_successes"]
+        kept[name] = round_1.get("train_episodes", {}).get("successes", round_1["collected_successes"])
         results[name] = evaluate(round_1["policy_dir"], args.task, args.eval_episodes, run_dir / "eval",
                                  args.image_size, args.eval_seeds)
 

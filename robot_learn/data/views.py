@@ -54,9 +54,12 @@ class EpisodeView:
 
     @property
     def num_frames(self) -> int:
-        ends = self.store.episode_ends[self.episodes]
-        starts = self.store.episode_starts[self.episodes]
-        return int((ends - starts).sum())
+        return int(self.lengths.sum())
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Steps in each selected episode, in episode order."""
+        return self.store.episode_ends[self.episodes] - self.store.episode_starts[self.episodes]
 
     @property
     def meta(self) -> dict[str, np.ndarray]:

@@ -3,8 +3,9 @@
 A round, in order:
 1. **Collect** the round's episodes from the configured sources (default:
    ``autonomous``, the policy alone).
-2. **Curate**: every successful episode of every round so far, whole, plus the base
-   demos; windows drawn uniformly over all of it.
+2. **Curate**: every successful episode of every round so far (of at most
+   ``success_max_steps`` steps), whole, plus the base demos; windows drawn uniformly over
+   all of it.
 3. **Train**: the shared fine-tuning modes (:mod:`robot_learn.loops.finetune`).
 4. **Evaluate** on held-out seeds.
 
@@ -36,7 +37,7 @@ class Autonomous(Method):
 
     def curate(self, r: int, collected: Any, policy: Any, round_dir: Path) -> dict[str, Part]:
         parts = {"base": Part(self.ctx.demos, self.ctx.demos.num_frames)}
-        wins = self.so_far(collected, r).view(success=True)
+        wins = self.successes(collected, r)
         if wins.num_episodes:
             parts["successes"] = Part(wins, wins.num_frames)
         return parts

@@ -102,7 +102,7 @@ class Guided(Method):
 
     def curate(self, r: int, collected: Any, policy: Any, round_dir: Path) -> dict[str, Part]:
         demos = self.ctx.demos
-        wins = self.so_far(collected, r).view(success=True, source=["guided", "rollout"])
+        wins = self.successes(collected, r, source=["guided", "rollout"])
         if not wins.num_episodes:
             return {"base": Part(demos, 1.0)}
         if self.cfg.mode == "ft":

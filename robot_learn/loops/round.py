@@ -28,6 +28,7 @@ from robot_learn.loops.aggregation import human_steps_mask, runs
 from robot_learn.loops.sources import check_sources
 
 TRAIN_MODES = ("continue", "retrain")
+SUCCESS_STEPS_OF_DEMOS = "demos"
 
 
 @dataclass
@@ -48,6 +49,9 @@ class LoopConfig:
     return_threshold: float | None = None  # success conditioning on return >= threshold; None: off
     condition_dropout: float = 0.3       # share of windows trained unconditioned (label 0)
     widen_range: bool = True             # let the policy sample actions as far as its training data reach
+    # own successes a round keeps (autonomous, world_model, guided): those of at most this many
+    # steps; "demos": the longest base demo's; None: every success
+    success_max_steps: Any = None
     eval_episodes: int = 20
     eval_seed: int = 1_000_000
     eval_workers: int = 1
@@ -62,6 +66,11 @@ class LoopConfig:
             self.merge_alpha = check_alpha(self.merge_alpha)
         if self.episodes < 1:
             raise ValueError(f"episodes must be >= 1, got {self.episodes}")
+        if not (self.success_max_steps in (None, SUCCESS_STEPS_OF_DEMOS) or (
+                isinstance(self.success_max_steps, int) and not isinstance(self.success_max_steps, bool)
+                and self.success_max_steps >= 1)):
+            raise ValueError(f"success_max_steps must be null, '{SUCCESS_STEPS_OF_DEMOS}' or a step count >= 1, "
+                             f"got {self.success_max_steps!r}")
         if self.train_lr is not None and not float(self.train_lr) > 0:
             raise ValueError(f"train_lr must be > 0 (or null: the policy's own), got {self.train_lr}")
 
@@ -152,7 +161,8 @@ class Method:
         collected = self.collect(r, policy, str(policy_dir))
         parts = self.curate(r, collected, policy, round_dir)
         new_dir, frames = self.train(r, policy_dir, parts, round_dir)
-        return new_dir, self.evaluate(r, new_dir, collected, frames)
+        numbers = self.evaluate(r, new_dir, collected, frames)
+        return new_dir, {**numbers, "train_episodes": {n: int(p.view.num_episodes) for n, p in parts.items()}}
 
     # ----- 1. collect ------------------------------------------------------------------
     def collect(self, r: int, policy: Any, policy_id: str) -> Any:
@@ -173,6 +183,19 @@ class Method:
     def so_far(self, collected: Any, r: int) -> Any:
         """Everything collected for this task in rounds 1..r."""
         return collected.view(round=list(range(1, r + 1)), task=self.ctx.task)
+
+    def successes(self, collected: Any, r: int, **filters: Any) -> Any:
+        """Rounds 1..r's successful episodes (``filters`` narrow them further) of at most
+        ``success_max_steps`` steps. A policy's long successes are mostly hesitant ones
+        (docs/benchmarks.md: on one pixel policy, a round on all of them cost 19 points, on
+        those no longer than the longest demo 6)."""
+        from robot_learn.data import EpisodeView
+
+        wins = self.so_far(collected, r).view(success=True, **filters)
+        limit = self.cfg.success_max_steps
+        if limit == SUCCESS_STEPS_OF_DEMOS:
+            limit = int(self.ctx.demos.lengths.max())
+        return wins if limit is None else EpisodeView(wins.store, wins.episodes[wins.lengths <= limit])
 
     def derived_store(self, round_dir: Path, name: str = "train.zarr") -> Any:
         """A fresh store ``round_dir/name`` (default: this round's selected segments; derived data: rebuilt)."""

@@ -8,8 +8,8 @@ A round, in order:
    success or not, and it is recorded with ``source=synthetic``. The source mixes with
    the others (``sources=[imagined, autonomous]``: imagined and simulated rollouts) when
    the stores' keys agree.
-2. **Curate**: the base demos plus every episode judged a success so far, whole (as
-   ``autonomous`` keeps the simulator's successes).
+2. **Curate**: the base demos plus every episode judged a success so far (of at most
+   ``success_max_steps`` steps), whole (as ``autonomous`` keeps the simulator's successes).
 3. **Train**: the shared fine-tuning modes (:mod:`robot_learn.loops.finetune`).
 4. **Evaluate** in the simulator on held-out seeds: success there is the measure, not
    the world model's judgement.

@@ -64,6 +64,8 @@ def test_bad_round_conditions_are_one_line_errors_naming_the_key(user_error):
     assert "data.start_spread: unknown start_spread 'middle'; valid: wide, medium, narrow" in user_error(
         "improve", "data.start_spread=middle", *TINY)
     assert "train_lr must be > 0 (or null: the policy's own), got 0" in user_error("improve", "loop.train_lr=0", *TINY)
+    assert "success_max_steps must be null, 'demos' or a step count >= 1, got 'short'" in user_error(
+        "improve", "loop=autonomous", "loop.success_max_steps=short", *TINY)
 
 
 def test_reversed_loop_learns_stack_from_reversed_unstack_episodes_only(run_cli, tmp_path):

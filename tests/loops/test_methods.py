@@ -187,3 +187,29 @@ def test_unknown_method_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown loop method 'dagger'; valid methods: hgdagger, help_curated, "
                                          "recap, autonomous"):
         make_loop_config("dagger")
+
+
+def test_success_max_steps_keeps_only_the_own_successes_no_longer_than_asked(tmp_path, base):
+    """A policy's long successes are mostly hesitant ones; a round may keep only the short ones:
+    ``demos`` (no longer than the longest base demo), a step count, or every one (null)."""
+    from robot_learn.data import EpisodeStore
+
+    demos, base_dir = base
+    longest = int(demos.lengths.max())
+    collected = EpisodeStore.create(tmp_path / "collected.zarr")
+    for extra in (0, 1, 5):  # one as long as the longest demo, two longer
+        ep = demos.store.episode(int(demos.episodes[np.argmax(demos.lengths)]))
+        steps = {k: np.concatenate([v, np.repeat(v[-1:], extra, axis=0)]) for k, v in ep["steps"].items()}
+        collected.append_episode(steps, {**ep["meta"], "round": 1, "source": "rollout", "success": True})
+    ctx = make_context(tmp_path / "run", demos, base_dir)
+
+    def kept(limit):
+        cfg = make_loop_config("autonomous", **TINY, success_max_steps=limit)
+        return sorted(make_method(ctx, cfg).curate(1, collected, None, tmp_path)["successes"].view.lengths.tolist())
+
+    assert kept(None) == [longest, longest + 1, longest + 5]
+    assert kept("demos") == [longest]
+    assert kept(longest + 1) == [longest, longest + 1]
+    for bad in ("short", 0, True):
+        with pytest.raises(ValueError, match=r"success_max_steps must be null, 'demos' or a step count >= 1, got"):
+            make_loop_config("autonomous", **TINY, success_max_steps=bad)
