@@ -7,7 +7,9 @@ with no new episodes, or with ``--extra``: the successes of another store (a rou
 ``collected.zarr``) join the demos, each part weighted by its frames as ``loop=autonomous``
 curates them, sampled by the round's own mixture sampler. ``--max-length`` keeps only the
 extra successes of at most that many steps, ``--subsample K`` K of them at random (the
-size-matched control of a length filter). ``--ema continue`` starts the EMA's decay where a ``--base-steps`` run
+size-matched control of a length filter); ``--extra-anchor-every K`` draws their windows only
+at steps 0, K, 2K, ... (where a policy executing K-step chunks chose them; the batch share stays
+by frames). ``--ema continue`` starts the EMA's decay where a ``--base-steps`` run
 left it instead of warming it up again. The policy lands in ``OUT/policy``; evaluate it with
 ``robot-learn eval checkpoint=OUT/policy`` on the seeds the base was evaluated on.
 
@@ -50,6 +52,8 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, help="only --extra successes of at most this many steps")
     parser.add_argument("--subsample", type=int, help="only this many --extra successes, drawn at random")
     parser.add_argument("--subsample-seed", type=int, default=0)
+    parser.add_argument("--extra-anchor-every", type=int, default=1,
+                        help="draw --extra windows only at every K-th step (K: the policy's executed chunk)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     policy = load_policy(args.base).train()
@@ -62,7 +66,8 @@ def main() -> None:
     else:
         wins = extra_successes(args)
         print(f"--extra: {wins.num_episodes} successes, {wins.num_frames} frames, beside {demos.num_frames} demo frames")
-        parts = {"base": Part(demos, demos.num_frames), "successes": Part(wins, wins.num_frames)}
+        parts = {"base": Part(demos, demos.num_frames),
+                 "successes": Part(wins, wins.num_frames, anchor_every=args.extra_anchor_every)}
         sampler = training_sampler(policy, parts, args.batch_size, seed=args.seed, dropout=0.0)
     cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup, ckpt_every=0,
                       log_every=50, num_threads=args.threads, progress_bar=True, out_dir=str(args.out), seed=1)

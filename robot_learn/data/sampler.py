@@ -52,7 +52,11 @@ class WindowSampler:
     `spans` maps store episode indices of the view to the step ranges used of them
     (see the module docstring; an empty list drops the episode); the other episodes are
     used whole. With spans the data must fit `max_cache_bytes` or be read from zarr
-    (`cache=False`); the out-of-core pool is not used."""
+    (`cache=False`); the out-of-core pool is not used.
+
+    `anchor_every` k > 1 draws only anchors at steps 0, k, 2k, ... of each segment: in a
+    rollout of a policy that executes k-step chunks, the steps where it chose its chunk from
+    the window's observations (as `spans`, it keeps the data off the out-of-core pool)."""
 
     def __init__(self, source: EpisodeStore | EpisodeView, obs_keys: Sequence[str] = ("state",),
                  action_key: str = "action", obs_horizon: int = 2, action_horizon: int = 16,
@@ -60,7 +64,7 @@ class WindowSampler:
                  max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES,
                  derived: Mapping[str, np.ndarray] | None = None,
                  windows_per_frame: float = 1.0,
-                 spans: Mapping[int, Sequence[tuple[int, int]]] | None = None) -> None:
+                 spans: Mapping[int, Sequence[tuple[int, int]]] | None = None, anchor_every: int = 1) -> None:
         view = source.view() if isinstance(source, EpisodeStore) else source
         if not isinstance(view, EpisodeView):
             raise StoreError(f"WindowSampler needs an EpisodeStore or EpisodeView, "
@@ -76,6 +80,8 @@ class WindowSampler:
         if isinstance(windows_per_frame, bool) or not isinstance(windows_per_frame, numbers.Real) \
                 or not 0 < windows_per_frame < float("inf"):
             raise StoreError(f"windows_per_frame must be a finite number > 0, got {windows_per_frame!r}")
+        if isinstance(anchor_every, bool) or not isinstance(anchor_every, (int, np.integer)) or anchor_every < 1:
+            raise StoreError(f"anchor_every must be a positive int, got {anchor_every!r}")
         obs_keys = (obs_keys,) if isinstance(obs_keys, str) else tuple(obs_keys)
         derived = dict(derived or {})
         for key, values in derived.items():
@@ -111,8 +117,8 @@ class WindowSampler:
                              * np.dtype(store.schema[k]["dtype"]).itemsize) for k in keys)
         self.cached = bool(cache) and need <= max_cache_bytes
         self.pool: BlockPool | None = None
-        if cache and not self.cached and spans:
-            warnings.warn(f"WindowSampler: {need / 2**20:.0f} MiB exceeds max_cache_bytes; with spans, "
+        if cache and not self.cached and (spans or anchor_every > 1):
+            warnings.warn(f"WindowSampler: {need / 2**20:.0f} MiB exceeds max_cache_bytes; with spans or anchor_every, "
                           "windows are read from zarr", stacklevel=2)
         elif cache and not self.cached:
             blocks, width, slots = plan_blocks(self._lengths, int(max_cache_bytes * frames // max(need, 1)))
@@ -140,6 +146,9 @@ class WindowSampler:
             raise StoreError("cannot sample windows: the spans leave no step to sample")
         # Anchor table: segment and step t within it, for every step.
         self._anchor_pos, self._anchor_t = anchor_table(self._seg_len)
+        if anchor_every > 1:
+            chosen = self._anchor_t % anchor_every == 0
+            self._anchor_pos, self._anchor_t = self._anchor_pos[chosen], self._anchor_t[chosen]
         # Which segments were cut from their episode at the start / at the end.
         self._cut_start = self._seg_off > 0
         self._cut_end = self._seg_off + self._seg_len < self._lengths[self._seg_pos]

@@ -106,7 +106,7 @@ def training_sampler(policy: Any, parts: Mapping[str, Any], batch_size: int, see
         windows = WindowSampler(part.view, obs_keys=policy.training_obs_keys, obs_horizon=policy.obs_horizon,
                                 action_horizon=policy.action_horizon, batch_size=shares[name],
                                 seed=1000 * seed + i, derived=frame_features(policy, part.view.store),
-                                **(memory or {}))
+                                anchor_every=part.anchor_every, **(memory or {}))
         samplers[name] = (ConditionSampler(windows, tuple(policy.conditions), part.labels, dropout, seed=1000 * seed + i)
                           if policy.conditions else windows)
     return MixtureSampler(samplers)

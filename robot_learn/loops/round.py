@@ -115,12 +115,14 @@ class DemoRecipe:
 
 @dataclass
 class Part:
-    """One named part of the training data: a view, its batch weight, and per-step
-    conditioning labels ``{condition key: {store episode: bool [T]}}``."""
+    """One named part of the training data: a view, its batch weight, per-step
+    conditioning labels ``{condition key: {store episode: bool [T]}}``, and which window
+    anchors it is drawn at (``WindowSampler``'s ``anchor_every``)."""
 
     view: Any
     weight: float
     labels: dict[str, dict[int, np.ndarray]] = field(default_factory=dict)
+    anchor_every: int = 1
 
 
 class Method:

@@ -84,6 +84,20 @@ def test_every_step_of_every_episode_is_an_anchor(tagged_store):
     assert seen == {(e, t) for e, n in enumerate(lengths.tolist()) for t in range(n)}
 
 
+@pytest.mark.parametrize("cache", [True, False])
+def test_anchor_every_draws_only_the_steps_where_a_chunked_policy_chose(tagged_store, cache):
+    """Episode lengths 4, 1, 9, 2, 6, 3 and k = 3: anchors 0, 3 | 0 | 0, 3, 6 | 0 | 0, 3 | 0; each
+    window is still the whole clamped window around its anchor."""
+    sampler = WindowSampler(tagged_store, batch_size=2000, seed=1, anchor_every=3, cache=cache)
+    assert len(sampler) == 10
+    batch = sampler.sample()
+    assert set(zip(batch["episode"].tolist(), batch["t"].tolist())) == {
+        (0, 0), (0, 3), (1, 0), (2, 0), (2, 3), (2, 6), (3, 0), (4, 0), (4, 3), (5, 0)}
+    assert (batch["action"][:, -1, 1] >= batch["t"]).all()  # the actions run on past the anchor
+    with pytest.raises(StoreError, match="anchor_every must be a positive int, got 0"):
+        WindowSampler(tagged_store, anchor_every=0)
+
+
 def test_sampler_on_a_view_draws_only_its_episodes(tagged_store):
     view = tagged_store.view(source="rollout")
     sampler = WindowSampler(view, batch_size=500, seed=2)
