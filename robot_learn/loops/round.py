@@ -188,9 +188,9 @@ class Method:
 
     def successes(self, collected: Any, r: int, **filters: Any) -> Any:
         """Rounds 1..r's successful episodes (``filters`` narrow them further) of at most
-        ``success_max_steps`` steps. A policy's long successes are mostly hesitant ones
-        (docs/benchmarks.md: on one pixel policy, a round on all of them cost 19 points, on
-        those no longer than the longest demo 6)."""
+        ``success_max_steps`` steps. On one pixel policy (docs/benchmarks.md) a round on all its
+        successes cost 19 points against the demos alone, on those no longer than the longest
+        demo 6: the long ones were most of the harm."""
         from robot_learn.data import EpisodeView
 
         wins = self.so_far(collected, r).view(success=True, **filters)
