@@ -82,8 +82,7 @@ def extra_successes(args: argparse.Namespace) -> EpisodeView:
     """The successful episodes of ``--extra`` that pass ``--max-length`` and ``--subsample``."""
     store = EpisodeStore.open(args.extra, mode="r")
     wins = store.view(task=args.task, success=True)
-    lengths = store.episode_ends[wins.episodes] - store.episode_starts[wins.episodes]
-    keep = wins.episodes if args.max_length is None else wins.episodes[lengths <= args.max_length]
+    keep = wins.episodes if args.max_length is None else wins.episodes[wins.lengths <= args.max_length]
     if args.subsample is not None:
         if not 0 < args.subsample <= len(keep):
             raise SystemExit(f"--subsample {args.subsample}: {args.extra} has {len(keep)} successes to draw from")
