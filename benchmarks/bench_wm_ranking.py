@@ -11,6 +11,8 @@ success rates per policy and the Pearson and Spearman correlations across polici
 ``--sim-from`` an earlier run's JSON reuses its MuJoCo rates (the same seeds, so the same
 episodes) when only the world model or the scorers change. ``--merge A.json B.json`` reports
 over the policies of runs made apart (one per policy family, say) with the same design.
+``--merge ... --ensemble`` takes runs of the same policies in several world models (one scorer
+each) and ranks by each policy's imagined success averaged over them: an ensemble of world models.
 """
 
 from __future__ import annotations
@@ -76,10 +78,40 @@ def report(rows: list[dict], scorers: list[str]) -> None:
               f"Spearman {spearman(sim, prog):.2f}")
 
 
-def merged(paths: list[str]) -> int:
-    """The report over the policies of several earlier runs' JSONs (run apart, e.g. one per family);
-    exits naming a file that cannot be read or runs whose scorers or episode counts differ."""
-    rows, designs = [], set()
+def scorer_names(row: dict) -> list[str]:
+    """The scorers whose imagined success a row holds (its ``wm:<scorer>`` keys)."""
+    return sorted(k[3:] for k in row if k.startswith("wm:") and not k.endswith((":progress", ":s")))
+
+
+def ensemble_rows(rows: list[dict], models: tuple[str, ...]) -> list[dict]:
+    """One row per policy whose imagined success and progress are the means over the runs that hold it
+    (one world model and scorer each); exits naming a policy that some runs lack or whose MuJoCo rates
+    differ."""
+    if len(models) < 2:
+        raise SystemExit(f"--ensemble: the runs hold {len(models)} world model(s) ({list(models)}); "
+                         "an ensemble needs runs of the same policies in at least two")
+    by_policy: dict[str, list[dict]] = {}
+    for row in rows:
+        by_policy.setdefault(row["policy"], []).append(row)
+    name, out = f"ensemble of {len(models)}", []
+    for policy, group in by_policy.items():
+        held = [scorer_names(r)[0] for r in group]  # one each, checked by merged()
+        if sorted(held) != list(models):
+            raise SystemExit(f"--ensemble: policy {policy} has imagined rates from {sorted(held)}, not from each of "
+                             f"{list(models)} once")
+        if len({r["sim"] for r in group}) != 1:
+            raise SystemExit(f"--ensemble: policy {policy} has different MuJoCo rates {[r['sim'] for r in group]}")
+        out.append({"policy": policy, "sim": group[0]["sim"],
+                    f"wm:{name}": float(np.mean([r[f"wm:{s}"] for r, s in zip(group, held)])),
+                    f"wm:{name}:progress": float(np.mean([r[f"wm:{s}:progress"] for r, s in zip(group, held)]))})
+    return out
+
+
+def merged(paths: list[str], ensemble: bool = False) -> int:
+    """The report over the policies of several earlier runs' JSONs (run apart, e.g. one per family;
+    with ``ensemble``, the same policies in several world models); exits naming a file that cannot be
+    read or runs whose scorers or episode counts differ."""
+    rows, designs, models = [], set(), set()
     for path in paths:
         try:
             part = json.loads(Path(path).read_text())
@@ -87,13 +119,20 @@ def merged(paths: list[str]) -> int:
             raise SystemExit(f"--merge {path}: cannot read it ({error})") from None
         if not isinstance(part, list) or not part:
             raise SystemExit(f"--merge {path}: no policy rows in it (expected a bench_wm_ranking.py --out file)")
-        scorers = tuple(sorted(k[3:] for k in part[0] if k.startswith("wm:") and not k.endswith((":progress", ":s"))))
-        designs.add((part[0].get("sim_episodes"), part[0].get("wm_episodes"), scorers))
+        scorers = tuple(scorer_names(part[0]))
+        if ensemble and len(scorers) != 1:
+            raise SystemExit(f"--ensemble: {path} holds {len(scorers)} scorers {list(scorers)}; each run must hold one")
+        designs.add((part[0].get("sim_episodes"), part[0].get("wm_episodes"), () if ensemble else scorers))
+        models.update(scorers)
         rows += part
     if len(designs) != 1:
         raise SystemExit(f"--merge: the runs differ in (MuJoCo episodes, imagined episodes, scorers): "
                          f"{sorted(designs, key=str)}")
     (episodes, wm_episodes, scorers), = designs
+    if ensemble:
+        rows = ensemble_rows(rows, tuple(sorted(models)))
+        scorers = (f"ensemble of {len(models)}",)
+        wm_episodes = f"{len(models)} x {wm_episodes}"
     print(f"{len(rows)} policies from {len(paths)} runs, {episodes} MuJoCo episodes and {wm_episodes} imagined "
           f"episodes each\n")
     report(rows, list(scorers))
@@ -103,6 +142,9 @@ def merged(paths: list[str]) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--merge", nargs="+", metavar="JSON", help="only report over earlier runs' --out files")
+    parser.add_argument("--ensemble", action="store_true",
+                        help="with --merge: the runs hold the same policies in different world models; rank by "
+                             "each policy's imagined success averaged over them")
     parser.add_argument("--world-model", help="a wm train run dir (required unless --merge)")
     parser.add_argument("--store", default=None,
                         help="stored episodes whose first frames start the rollouts; default: the run's store")
@@ -117,7 +159,7 @@ def main() -> int:
     parser.add_argument("--out", default="outputs/bench_wm_ranking.json")
     args = parser.parse_args()
     if args.merge:
-        return merged(args.merge)
+        return merged(args.merge, args.ensemble)
     if not args.world_model or not args.policies:
         parser.error("--world-model and --policies are required (or --merge)")
     import torch  # here, not at the top: --merge and wm_ranking_power.py need only numpy

@@ -1,5 +1,6 @@
 """The ranking benchmarks' own logic: ``wm_ranking_power.py`` (the correlation a perfect world model
-would reach, given the episode counts) and ``bench_wm_ranking.py --merge`` (one report over runs made apart)."""
+would reach, given the episode counts) and ``bench_wm_ranking.py --merge`` (one report over runs made apart,
+or with ``--ensemble`` over the same policies in several world models)."""
 
 import json
 import subprocess
@@ -36,9 +37,9 @@ def test_bad_input_is_one_line_naming_it():
     assert proc.returncode == 2 and "--rates" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def ranking_rows(rates: list[tuple[float, float]], wm_episodes: int = 100) -> list[dict]:
-    return [{"policy": f"p{i}", "sim": sim, "sim_episodes": 200, "wm_episodes": wm_episodes, "wm:nearest": wm,
-             "wm:nearest:progress": wm / 2, "wm:nearest:s": 1.0} for i, (sim, wm) in enumerate(rates)]
+def ranking_rows(rates: list[tuple[float, float]], wm_episodes: int = 100, scorer: str = "nearest") -> list[dict]:
+    return [{"policy": f"p{i}", "sim": sim, "sim_episodes": 200, "wm_episodes": wm_episodes, f"wm:{scorer}": wm,
+             f"wm:{scorer}:progress": wm / 2, f"wm:{scorer}:s": 1.0} for i, (sim, wm) in enumerate(rates)]
 
 
 def test_merge_reports_over_the_runs_together(tmp_path):
@@ -72,3 +73,31 @@ def test_imagined_rates_give_an_interval_around_the_measured_correlation():
     assert low < pearson < high and high - low > 0.1  # four policies at 100 episodes: a wide interval
     proc = run("--rates", "0", "10", "20", "--imagined", "5", "30")
     assert proc.returncode == 2 and "--imagined: need 3 rates" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_ensemble_ranks_by_the_world_models_mean(tmp_path):
+    sim = [0.1, 0.2, 0.3, 0.4]
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(ranking_rows(list(zip(sim, [0.3, 0.1, 0.5, 0.6])), scorer="wm_a/judge")))
+    b.write_text(json.dumps(ranking_rows(list(zip(sim, [0.1, 0.5, 0.3, 0.8])), scorer="wm_b/judge")))
+    for one in (a, b):  # each world model alone misorders a pair; their mean (0.2, 0.3, 0.4, 0.7) does not
+        assert "Spearman 0.80" in run("--merge", str(one), script="bench_wm_ranking.py").stdout
+    proc = run("--merge", str(a), str(b), "--ensemble", script="bench_wm_ranking.py")
+    assert proc.returncode == 0, proc.stderr
+    assert "4 policies from 2 runs, 200 MuJoCo episodes and 2 x 100 imagined episodes each" in proc.stdout
+    assert "| p3 | 40% | 70% |" in proc.stdout
+    assert "scorer ensemble of 2: success Pearson 0.96, Spearman 1.00" in proc.stdout
+
+
+def test_ensemble_refuses_runs_that_do_not_pair_up(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(ranking_rows([(0.1, 0.2), (0.3, 0.4)], scorer="wm_a/judge")))
+    b.write_text(json.dumps(ranking_rows([(0.1, 0.2)], scorer="wm_b/judge")))
+    proc = run("--merge", str(a), str(b), "--ensemble", script="bench_wm_ranking.py")
+    assert proc.returncode == 1 and "policy p1 has imagined rates from ['wm_a/judge']" in proc.stderr
+    proc = run("--merge", str(a), "--ensemble", script="bench_wm_ranking.py")
+    assert proc.returncode == 1 and "an ensemble needs runs of the same policies in at least two" in proc.stderr
+    b.write_text(json.dumps(ranking_rows([(0.2, 0.2), (0.3, 0.4)], scorer="wm_b/judge")))
+    proc = run("--merge", str(a), str(b), "--ensemble", script="bench_wm_ranking.py")
+    assert proc.returncode == 1 and "policy p0 has different MuJoCo rates [0.1, 0.2]" in proc.stderr
+    assert "Traceback" not in proc.stderr
