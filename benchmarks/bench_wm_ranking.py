@@ -158,6 +158,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="outputs/bench_wm_ranking.json")
     args = parser.parse_args()
+    if args.ensemble and not args.merge:
+        parser.error("--ensemble works on earlier runs' files: give them with --merge")
     if args.merge:
         return merged(args.merge, args.ensemble)
     if not args.world_model or not args.policies:

@@ -101,3 +101,5 @@ def test_ensemble_refuses_runs_that_do_not_pair_up(tmp_path):
     proc = run("--merge", str(a), str(b), "--ensemble", script="bench_wm_ranking.py")
     assert proc.returncode == 1 and "policy p0 has different MuJoCo rates [0.1, 0.2]" in proc.stderr
     assert "Traceback" not in proc.stderr
+    proc = run("--ensemble", "--world-model", "w", "--policies", "p", script="bench_wm_ranking.py")
+    assert proc.returncode == 2 and "--ensemble works on earlier runs' files" in proc.stderr
