@@ -122,13 +122,14 @@ def merged(paths: list[str], ensemble: bool = False) -> int:
         scorers = tuple(scorer_names(part[0]))
         if ensemble and len(scorers) != 1:
             raise SystemExit(f"--ensemble: {path} holds {len(scorers)} scorers {list(scorers)}; each run must hold one")
-        designs.add((part[0].get("sim_episodes"), part[0].get("wm_episodes"), () if ensemble else scorers))
+        designs.add((part[0].get("sim_episodes"), part[0].get("wm_episodes"), part[0].get("wm_start", "store"),
+                     () if ensemble else scorers))
         models.update(scorers)
         rows += part
     if len(designs) != 1:
-        raise SystemExit(f"--merge: the runs differ in (MuJoCo episodes, imagined episodes, scorers): "
+        raise SystemExit(f"--merge: the runs differ in (MuJoCo episodes, imagined episodes, starts, scorers): "
                          f"{sorted(designs, key=str)}")
-    (episodes, wm_episodes, scorers), = designs
+    (episodes, wm_episodes, _, scorers), = designs
     if ensemble:
         rows = ensemble_rows(rows, tuple(sorted(models)))
         scorers = (f"ensemble of {len(models)}",)
@@ -150,6 +151,9 @@ def main() -> int:
                         help="stored episodes whose first frames start the rollouts; default: the run's store")
     parser.add_argument("--policies", nargs="+", help="policy dirs (required unless --merge)")
     parser.add_argument("--scorers", nargs="+", default=["nearest"], help="nearest and/or success-model dirs")
+    parser.add_argument("--start", choices=("store", "sim"), default="store",
+                        help="imagined rollouts start from the store's episodes, or from fresh MuJoCo resets with "
+                             "the evaluation's seeds (the layouts MuJoCo's episodes start from)")
     parser.add_argument("--episodes", type=int, default=50, help="MuJoCo episodes per policy")
     parser.add_argument("--wm-episodes", type=int, default=20, help="imagined episodes per policy and scorer")
     parser.add_argument("--sim-from", default=None,
@@ -185,10 +189,10 @@ def main() -> int:
             start = time.perf_counter()
             real = evaluate(policy, task, episodes=args.episodes, workers=2, vectorization="sync")
             row = {"policy": directory, "sim": real.success_rate, "sim_s": time.perf_counter() - start}
-        row["sim_episodes"], row["wm_episodes"] = args.episodes, args.wm_episodes
+        row["sim_episodes"], row["wm_episodes"], row["wm_start"] = args.episodes, args.wm_episodes, args.start
         for scorer in args.scorers:
             start = time.perf_counter()
-            factory = WorldModelEnvFactory(str(args.world_model), str(store), scorer=scorer)
+            factory = WorldModelEnvFactory(str(args.world_model), str(store), scorer=scorer, start=args.start)
             imagined = evaluate(policy, task, episodes=args.wm_episodes, workers=2, vectorization="sync",
                                 conditions=factory, image_size=model.config.image_size)
             row[f"wm:{scorer}"] = imagined.success_rate

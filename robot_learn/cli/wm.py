@@ -140,6 +140,7 @@ def rollout_app(cfg: DictConfig) -> int:
     data. ``workers`` > 1 splits the seeds over Ray workers writing through one writer."""
     from robot_learn.policies import load_policy
     from robot_learn.world_models import load_world_model
+    from robot_learn.world_models.env import START_CHOICES
     from robot_learn.world_models.rollout import (check_policy_fits, generate_rollouts, rollout_env,
                                                   rollout_starts, task_spaces)
 
@@ -149,6 +150,9 @@ def rollout_app(cfg: DictConfig) -> int:
     workers = setting(cfg, "workers", int, minimum=1)
     out = setting(cfg, "out", str)
     scorer = setting(cfg, "scorer", str)
+    start = setting(cfg, "start", str)
+    if start not in START_CHOICES:
+        raise CLIError(f"start '{start}' is not one of {', '.join(START_CHOICES)}")
     try:
         store_path = rollout_starts(checkpoint, setting(cfg, "store", str, optional=True), scorer)
     except ValueError as exc:
@@ -165,11 +169,11 @@ def rollout_app(cfg: DictConfig) -> int:
 
         start_ray(address=cfg.get("address") or None)
         summary = generate_rollouts_on_ray(policy, checkpoint, store_path, episodes, out, workers,
-                                           max_steps=max_steps, scorer=scorer, **settings)
+                                           max_steps=max_steps, scorer=scorer, start=start, **settings)
         if videos:
             print("videos are made with workers=1 only; none made")
     else:
-        with rollout_env(model, store_path, max_steps, scorer) as env:
+        with rollout_env(model, store_path, max_steps, scorer, start) as env:
             summary = generate_rollouts(policy, env, episodes, out, videos=videos, video_dir=cfg.video_dir,
                                         **settings)
     for line in summary.stopped:

@@ -119,7 +119,8 @@ def collect_demos_on_ray(task: str, episodes: int, path: str | Path, workers: in
 
 
 def _rollout_block(writer: Any, policy_files: dict[str, bytes], checkpoint: str, starts: str, seed: int,
-                   episodes: int, max_steps: int | None, settings: dict[str, Any], scorer: str | None = None) -> Any:
+                   episodes: int, max_steps: int | None, settings: dict[str, Any], scorer: str | None = None,
+                   start: str = "store") -> Any:
     import torch
 
     from robot_learn.fleet.policy_transfer import policy_from_files
@@ -128,7 +129,7 @@ def _rollout_block(writer: Any, policy_files: dict[str, bytes], checkpoint: str,
     from robot_learn.world_models.rollout import generate_rollouts, rollout_env
 
     torch.set_num_threads(1)
-    with rollout_env(load_world_model(checkpoint), starts, max_steps, scorer) as env:
+    with rollout_env(load_world_model(checkpoint), starts, max_steps, scorer, start) as env:
         return generate_rollouts(policy_from_files(policy_files), env, episodes, RemoteStore(writer), seed=seed,
                                  **settings)
 
@@ -136,7 +137,7 @@ def _rollout_block(writer: Any, policy_files: dict[str, bytes], checkpoint: str,
 def generate_rollouts_on_ray(policy: Any, checkpoint: str | Path, starts: str | Path, episodes: int,
                              out: str | Path, workers: int, *, seed: int = 0, max_steps: int | None = None,
                              policy_id: str = "", round_index: int = 0, num_cpus: float = 1,
-                             scorer: str | None = None) -> Any:
+                             scorer: str | None = None, start: str = "store") -> Any:
     """:func:`~robot_learn.world_models.rollout.generate_rollouts` of ``policy`` in the world
     model at ``checkpoint`` (rollouts start from the episodes of the store ``starts``), seeds
     ``seed, seed+1, ...`` split over ``workers`` Ray workers, the episodes written to the store
@@ -144,7 +145,8 @@ def generate_rollouts_on_ray(policy: Any, checkpoint: str | Path, starts: str | 
     seed; the store's order follows completion. Workers read ``checkpoint`` and ``starts``
     from disk (on a cluster, a disk they share). The writer creates ``out`` at the start,
     so it exists even if every rollout is stopped. ``scorer`` labels the imagined steps
-    (``rollout.make_scorer``). Returns one RolloutSummary."""
+    (``rollout.make_scorer``); ``start="sim"`` starts each rollout from a fresh MuJoCo reset with its
+    seed instead of a stored episode. Returns one RolloutSummary."""
     import ray
 
     from robot_learn.fleet.policy_transfer import policy_to_files
@@ -157,7 +159,7 @@ def generate_rollouts_on_ray(policy: Any, checkpoint: str | Path, starts: str | 
     job = ray.remote(_rollout_block).options(num_cpus=num_cpus)
     try:
         parts = ray.get([job.remote(writer, files, str(checkpoint), str(starts), first, n, max_steps, settings,
-                                    scorer)
+                                    scorer, start)
                          for first, n in seed_blocks(episodes, workers, seed)])
         ray.get(writer.close.remote())
     finally:

@@ -3,7 +3,8 @@
 A round, in order:
 1. **Collect** the round's episodes from the source ``imagined``: the current policy
    rolls out in the world model at ``world_model``, from the first frames of the stored
-   episodes at ``starts`` (default: the store the world model was trained on). The
+   episodes at ``starts`` (default: the store the world model was trained on), or with
+   ``start: sim`` from fresh MuJoCo resets of the task with the rollout seeds. The
    ``scorer`` (``nearest``, or a success-model directory) labels each imagined episode a
    success or not, and it is recorded with ``source=synthetic``. The source mixes with
    the others (``sources=[imagined, autonomous]``: imagined and simulated rollouts) when
@@ -40,11 +41,15 @@ class WorldModelLoopConfig(LoopConfig):
     world_model: str = ""        # a world-model dir or `wm train` run dir (required)
     starts: str | None = None    # stored episodes whose first frames start rollouts; None: the model's store
     scorer: str = "nearest"      # nearest | a success-model dir (`wm train` writes <run>/success_model)
+    start: str = "store"         # store: from the stored episodes at `starts`; sim: from fresh MuJoCo resets
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        from robot_learn.world_models.env import START_CHOICES
         from robot_learn.world_models.rollout import rollout_starts
 
+        if self.start not in START_CHOICES:
+            raise ValueError(f"loop.start '{self.start}' is not one of {', '.join(START_CHOICES)}")
         if not self.world_model:
             raise ValueError("loop.world_model is required: a world-model dir or `robot-learn wm train` run dir")
         if not Path(self.world_model).exists():
@@ -84,7 +89,7 @@ def imagine(ctx: Any, r: int, policy: Any, policy_id: str, store: Any, episodes:
     left = episodes - len(done)
     if left <= 0:
         return
-    with rollout_env(model, settings.starts, ctx.max_steps, settings.scorer) as env:
+    with rollout_env(model, settings.starts, ctx.max_steps, settings.scorer, settings.start) as env:
         summary = generate_rollouts(policy, env, left, store, seed=first, policy_id=policy_id, round_index=r)
     for line in summary.stopped:
         print(f"round {r}: imagined rollout stopped, not written: {line}")

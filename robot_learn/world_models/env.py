@@ -7,7 +7,9 @@ space; ``success``, ``progress`` and ``phase`` in ``info``. Privileged keys
 by the usual compatibility check, naming both sides.
 
 A reset starts from the first ``history`` frames and states of a stored episode
-(and takes its instruction). A step imagines the next frame and state; a NaN or
+(and takes its instruction), or (``start="sim"``) from a freshly rendered MuJoCo reset of
+the task with the reset's seed: its frame and state repeated over the history, as the
+training windows pad an episode's first step. A step imagines the next frame and state; a NaN or
 far out-of-range frame ends the episode (``truncated``) with the reason in
 ``info["imagination_error"]``.
 """
@@ -38,8 +40,21 @@ def start_frames(store: Any, episode: int, cameras: Sequence[str], history: int)
     return frames, states, str(store.meta["instruction"][episode])
 
 
+START_CHOICES = ("store", "sim")
+
+
+def sim_start_frames(env: Any, seed: int, cameras: Sequence[str], history: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """A fresh reset of the MuJoCo task ``env`` with ``seed`` as a rollout start: its frame (the cameras
+    stacked along the channels) and state, each repeated ``history`` times, and its instruction."""
+    obs, _ = env.reset(seed=int(seed))
+    frame = stack_cameras({c: np.asarray(obs["images"][c]) for c in cameras}, cameras)
+    state = np.asarray(obs["state"], np.float32)
+    return np.repeat(frame[None], history, axis=0), np.repeat(state[None], history, axis=0), str(obs["instruction"])
+
+
 class WorldModelEnv(gym.Env):
-    """Imagined rollouts of ``model`` started from episodes of ``starts``.
+    """Imagined rollouts of ``model`` started from episodes of ``starts`` or (``start="sim"``) from fresh
+    MuJoCo resets of its task.
 
     ``action_space`` and ``instruction_space`` are the task's (the MuJoCo env's); ``scorer`` labels each step
     (default: :class:`NearestFrameScorer` over ``starts``).
@@ -49,10 +64,14 @@ class WorldModelEnv(gym.Env):
 
     def __init__(self, model: VideoWorldModel, starts: EpisodeView, action_space: gym.spaces.Box,
                  instruction_space: gym.spaces.Text, max_steps: int = 100,
-                 scorer: RolloutScorer | None = None) -> None:
+                 scorer: RolloutScorer | None = None, start: str = "store") -> None:
         super().__init__()
+        if start not in START_CHOICES:
+            raise ValueError(f"start '{start}' is not one of {', '.join(START_CHOICES)}")
         if starts.num_episodes < 1:
             raise ValueError("WorldModelEnv needs at least one stored episode to start from")
+        self.start = start
+        self._sim: Any = None  # the MuJoCo task rendering fresh starts (start="sim"), made on first reset
         self.model = model.eval()
         self.starts = starts
         self.camera = model.config.camera  # the one the scorer reads
@@ -80,10 +99,15 @@ class WorldModelEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         super().reset(seed=seed)
-        store, k = self.starts.store, self.model.config.history
-        pick = (options or {}).get("episode")
-        episode = int(pick) if pick is not None else int(self.np_random.choice(self.starts.episodes))
-        frames, states, self._instruction = start_frames(store, episode, self.cameras, k)
+        k = self.model.config.history
+        if self.start == "sim":
+            episode = -1
+            sim_seed = int(seed) if seed is not None else int(self.np_random.integers(2**31))
+            frames, states, self._instruction = sim_start_frames(self._simulator(), sim_seed, self.cameras, k)
+        else:
+            pick = (options or {}).get("episode")
+            episode = int(pick) if pick is not None else int(self.np_random.choice(self.starts.episodes))
+            frames, states, self._instruction = start_frames(self.starts.store, episode, self.cameras, k)
         # A seeded reset imagines the same rollout for the same actions, in any process.
         generator = None if seed is None else torch.Generator(device=self.model.device).manual_seed(int(seed))
         self._imagination = Imagination(self.model, frames[None], states[None], generator=generator)
@@ -92,6 +116,20 @@ class WorldModelEnv(gym.Env):
         success, progress = self.scorer.score(frames[-1][..., :3], states[-1], self._instruction)
         return self._obs(frames[-1], states[-1]), {"success": False, "progress": progress, "phase": -1,
                                                    "start_episode": episode}
+
+    def _simulator(self) -> Any:
+        if self._sim is None:
+            from robot_learn.envs import make_env
+
+            self._sim = make_env(self.model.config.task, cameras=tuple(self.cameras),
+                                 image_size=self.model.config.image_size)
+        return self._sim
+
+    def close(self) -> None:
+        if self._sim is not None:
+            self._sim.close()
+            self._sim = None
+        super().close()
 
     def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
         if self._imagination is None:

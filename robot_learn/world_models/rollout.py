@@ -67,9 +67,11 @@ class WorldModelEnvFactory:
     episodes: Sequence[int] | None = None  # stored episodes to start from; None: all
     is_default: bool = False
     scorer: str | None = None  # see make_scorer: None or "nearest", or a success-model dir
+    start: str = "store"  # store: from stored episodes; sim: from fresh MuJoCo resets with the episode seeds
 
     def describe(self) -> str:
-        return f"world model {self.checkpoint} (starts from {self.store})"
+        where = "fresh MuJoCo resets" if self.start == "sim" else self.store
+        return f"world model {self.checkpoint} (starts from {where})"
 
     def make_env(self, task: str, cameras: Sequence[str] = (), image_size: int = 64,
                  max_steps: int | None = None) -> WorldModelEnv:
@@ -78,7 +80,7 @@ class WorldModelEnvFactory:
         store = EpisodeStore.open(self.store, mode="r")
         view = EpisodeView(store, range(store.num_episodes) if self.episodes is None else self.episodes)
         return WorldModelEnv(model, view, *task_spaces(task), max_steps=max_steps or 100,
-                             scorer=make_scorer(self.scorer, view, model))
+                             scorer=make_scorer(self.scorer, view, model), start=self.start)
 
 
 def rollout_starts(checkpoint: str | Path, starts: str | Path | None, scorer: str,
@@ -118,17 +120,22 @@ def make_scorer(scorer: str | Path | None, starts: EpisodeView, model: VideoWorl
 
 @contextmanager
 def rollout_env(model: VideoWorldModel, starts: str | Path, max_steps: int | None = None,
-                scorer: str | Path | None = None) -> Iterator[WorldModelEnv]:
+                scorer: str | Path | None = None, start: str = "store") -> Iterator[WorldModelEnv]:
     """A :class:`WorldModelEnv` of ``model``'s task whose rollouts start from every episode
-    of the store at ``starts`` (open while the env is in use); ``max_steps`` (None: the
+    of the store at ``starts`` (open while the env is in use; with ``start="sim"`` from fresh
+    MuJoCo resets instead, the store then serving the default scorer); ``max_steps`` (None: the
     task's episode limit); ``scorer`` as :func:`make_scorer` takes it."""
     from robot_learn.envs import task_spec
 
     task = model.config.task
     with EpisodeStore.open(starts, mode="r") as store:
         view = EpisodeView(store, range(store.num_episodes))
-        yield WorldModelEnv(model, view, *task_spaces(task), max_steps=max_steps or task_spec(task).max_steps,
-                            scorer=make_scorer(scorer, view, model))
+        env = WorldModelEnv(model, view, *task_spaces(task), max_steps=max_steps or task_spec(task).max_steps,
+                            scorer=make_scorer(scorer, view, model), start=start)
+        try:
+            yield env
+        finally:
+            env.close()
 
 
 @dataclass
@@ -209,8 +216,14 @@ def _film(policy: Any, env: WorldModelEnv, frames: list, success: bool, seed: in
     """Write one imagined rollout's video, beside the simulator's run of the same policy
     from the same start when the simulator reproduces that start."""
     config = env.model.config
-    start = simulator_start(config.task, env.starts.store, env.start_episode, env.camera, config.image_size,
-                            config.history)
+    if env.start == "sim":  # the imagination started from this very reset
+        from robot_learn.envs import make_env
+
+        sim = make_env(config.task, cameras=(env.camera,), image_size=config.image_size)
+        start = (sim, sim.reset(seed=seed)[0])
+    else:
+        start = simulator_start(config.task, env.starts.store, env.start_episode, env.camera, config.image_size,
+                                config.history)
     real = None
     if start is not None:
         sim, sim_obs = start

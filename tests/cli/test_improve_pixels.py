@@ -88,6 +88,7 @@ def test_world_model_loop_fine_tunes_on_imagined_successes_and_evaluates_in_mujo
     (["loop.world_model=.", "loop.starts=missing.zarr"], "loop.starts 'missing.zarr' does not exist"),
     (["loop.world_model=.", "loop.starts=.", "loop.scorer=judge"],
      "loop.scorer 'judge' is neither 'nearest' nor a success-model directory"),
+    (["loop.world_model=.", "loop.start=reset"], "loop.start 'reset' is not one of store, sim"),
 ])
 def test_world_model_loop_settings_are_one_line_errors(user_error, tmp_path, args, message):
     assert message in user_error("improve", "loop=world_model", "rounds=1", "base_eval=false", *args)

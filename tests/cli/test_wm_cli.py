@@ -100,6 +100,8 @@ def test_rollout_on_workers_without_ray_is_one_line_naming_the_extra(setup, caps
     (("train", "+world_model.extra_cameras=[front]"),
      "world-model cameras must differ; got camera 'front' and extra_cameras ['front']"),
     (("rollout", "checkpoint=nowhere", "policy_dir=nowhere", "out=x.zarr", "workers=0"), "workers must be >= 1, got 0"),
+    (("rollout", "checkpoint=nowhere", "policy_dir=nowhere", "out=x.zarr", "start=reset"),
+     "start 'reset' is not one of store, sim"),
 ])
 def test_bad_settings_are_one_line_and_write_no_store(args, message, capsys, monkeypatch, tmp_path):
     code, captured = run(capsys, monkeypatch, tmp_path, *args)
@@ -206,3 +208,30 @@ def test_default_store_names_every_camera():
             cfg = compose(config_name="wm_train", overrides=extra)
         paths[len(extra)] = OmegaConf.to_container(cfg.data, resolve=True)["path"]
     assert paths == {0: "data/wm/bin_place_front_64.zarr", 1: "data/wm/bin_place_front_wrist_64.zarr"}
+
+
+def test_rollout_from_fresh_simulator_resets_films_the_same_reset_beside_it(setup, capsys, monkeypatch, tmp_path):
+    """``start=sim``: each rollout starts from a MuJoCo reset with its seed, and its episode's first
+    state is that reset's; the video's real side is the simulator from that same reset."""
+    from robot_learn.envs import make_env
+
+    root, store, policies = setup
+    out = tmp_path / "s.zarr"
+    code, captured = run(capsys, monkeypatch, tmp_path, "rollout", f"checkpoint={root / 'wm'}",
+                         f"policy_dir={policies['fits']}", f"store={store}", f"out={out}", "episodes=2",
+                         "max_steps=2", "start=sim", "seed=500", "videos=1", f"video_dir={tmp_path / 'videos'}")
+    assert code == 0, captured.err
+    assert [v.name for v in sorted((tmp_path / "videos").glob("*.mp4"))] == ["rollout_000500_sim_vs_imagined.mp4"]
+    env = make_env("bin_place", cameras=("front",), image_size=32)
+    try:
+        with EpisodeStore.open(out, mode="r") as written:
+            assert list(written.meta["seed"]) == [500, 501]
+            for i, seed in enumerate((500, 501)):
+                first = written.episode_starts[i]
+                reset = env.reset(seed=seed)[0]
+                np.testing.assert_array_equal(written.array("images/front")[first], reset["images"]["front"])
+                np.testing.assert_allclose(written.array("state")[first], reset["state"], atol=1e-6)
+    finally:
+        env.close()
+    frames = _video_frames(tmp_path / "videos" / "rollout_000500_sim_vs_imagined.mp4")
+    assert np.abs(frames[0, :, :32].astype(float) - frames[0, :, 32:].astype(float)).mean() < 8

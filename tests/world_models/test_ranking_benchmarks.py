@@ -58,6 +58,9 @@ def test_merge_refuses_runs_of_another_design(tmp_path):
     b.write_text(json.dumps(ranking_rows([(0.5, 0.6), (0.2, 0.1)], wm_episodes=40)))
     proc = run("--merge", str(a), str(b), script="bench_wm_ranking.py")
     assert proc.returncode == 1 and "the runs differ" in proc.stderr and "Traceback" not in proc.stderr
+    b.write_text(json.dumps([dict(row, wm_start="sim") for row in ranking_rows([(0.5, 0.6), (0.2, 0.1)])]))
+    proc = run("--merge", str(a), str(b), script="bench_wm_ranking.py")  # imagined from other starts
+    assert proc.returncode == 1 and "the runs differ" in proc.stderr and "'sim'" in proc.stderr
     b.write_text("[]")
     proc = run("--merge", str(a), str(b), script="bench_wm_ranking.py")
     assert proc.returncode == 1 and f"--merge {b}: no policy rows" in proc.stderr and "Traceback" not in proc.stderr

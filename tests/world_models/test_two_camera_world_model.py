@@ -149,3 +149,35 @@ def test_grpo_groups_imagine_both_cameras_and_score_the_first(trained, store_pat
         assert all(p is None for p in info["problems"])
     finally:
         group.close()
+
+
+def test_a_fresh_simulator_reset_starts_the_imagination_on_both_cameras(trained, store_path):
+    """``start="sim"``: a reset renders the task afresh with its seed (both cameras, its state and
+    instruction), repeats that frame over the history, and imagines on from it; any policy runs there
+    through the evaluation code."""
+    from robot_learn.envs import make_env
+
+    model, run = trained
+    real_env = make_env("bin_place", cameras=CAMERAS, image_size=SIZE)
+    with EpisodeStore.open(store_path, mode="r") as store:
+        env = WorldModelEnv(model, split_store(store, 1).train, *task_spaces("bin_place"), max_steps=3, start="sim")
+        try:
+            for seed in (7, 8):
+                obs, info = env.reset(seed=seed)
+                real = real_env.reset(seed=seed)[0]
+                for camera in CAMERAS:
+                    np.testing.assert_array_equal(obs["images"][camera], real["images"][camera])
+                np.testing.assert_allclose(obs["state"], real["state"], atol=1e-6)
+                assert obs["instruction"] == real["instruction"] and info["start_episode"] == -1
+            assert not np.array_equal(env.reset(seed=7)[0]["images"]["front"], obs["images"]["front"])
+            obs, _, _, _, info = env.step(env.action_space.sample())
+            assert env.observation_space.contains(obs) and "imagination_error" not in info
+        finally:
+            env.close()
+            real_env.close()
+        with pytest.raises(ValueError, match="start 'reset' is not one of store, sim"):
+            WorldModelEnv(model, split_store(store, 1).train, *task_spaces("bin_place"), start="reset")
+    factory = WorldModelEnvFactory(str(run), str(store_path), start="sim")
+    result = evaluate(tiny_pixel_policy(cameras=CAMERAS), "bin_place", episodes=2, workers=1, videos=0,
+                      max_steps=3, conditions=factory)
+    assert [ep.length for ep in result.episodes] == [3, 3] and "fresh MuJoCo resets" in factory.describe()
