@@ -140,7 +140,7 @@ def rollout_app(cfg: DictConfig) -> int:
     data. ``workers`` > 1 splits the seeds over Ray workers writing through one writer."""
     from robot_learn.policies import load_policy
     from robot_learn.world_models import load_world_model
-    from robot_learn.world_models.env import START_CHOICES
+    from robot_learn.world_models.env import check_start
     from robot_learn.world_models.rollout import (check_policy_fits, generate_rollouts, rollout_env,
                                                   rollout_starts, task_spaces)
 
@@ -150,10 +150,8 @@ def rollout_app(cfg: DictConfig) -> int:
     workers = setting(cfg, "workers", int, minimum=1)
     out = setting(cfg, "out", str)
     scorer = setting(cfg, "scorer", str)
-    start = setting(cfg, "start", str)
-    if start not in START_CHOICES:
-        raise CLIError(f"start '{start}' is not one of {', '.join(START_CHOICES)}")
     try:
+        start = check_start(setting(cfg, "start", str))
         store_path = rollout_starts(checkpoint, setting(cfg, "store", str, optional=True), scorer)
     except ValueError as exc:
         raise CLIError(str(exc)) from None

@@ -45,11 +45,10 @@ class WorldModelLoopConfig(LoopConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from robot_learn.world_models.env import START_CHOICES
+        from robot_learn.world_models.env import check_start
         from robot_learn.world_models.rollout import rollout_starts
 
-        if self.start not in START_CHOICES:
-            raise ValueError(f"loop.start '{self.start}' is not one of {', '.join(START_CHOICES)}")
+        check_start(self.start, "loop.start")
         if not self.world_model:
             raise ValueError("loop.world_model is required: a world-model dir or `robot-learn wm train` run dir")
         if not Path(self.world_model).exists():

@@ -43,6 +43,13 @@ def start_frames(store: Any, episode: int, cameras: Sequence[str], history: int)
 START_CHOICES = ("store", "sim")
 
 
+def check_start(start: str, key: str = "start") -> str:
+    """``start`` if it is one of :data:`START_CHOICES`; a ValueError naming ``key`` and the choices otherwise."""
+    if start not in START_CHOICES:
+        raise ValueError(f"{key} '{start}' is not one of {', '.join(START_CHOICES)}")
+    return start
+
+
 def sim_start_frames(env: Any, seed: int, cameras: Sequence[str], history: int) -> tuple[np.ndarray, np.ndarray, str]:
     """A fresh reset of the MuJoCo task ``env`` with ``seed`` as a rollout start: its frame (the cameras
     stacked along the channels) and state, each repeated ``history`` times, and its instruction."""
@@ -66,11 +73,9 @@ class WorldModelEnv(gym.Env):
                  instruction_space: gym.spaces.Text, max_steps: int = 100,
                  scorer: RolloutScorer | None = None, start: str = "store") -> None:
         super().__init__()
-        if start not in START_CHOICES:
-            raise ValueError(f"start '{start}' is not one of {', '.join(START_CHOICES)}")
+        self.start = check_start(start)
         if starts.num_episodes < 1:
             raise ValueError("WorldModelEnv needs at least one stored episode to start from")
-        self.start = start
         self._sim: Any = None  # the MuJoCo task rendering fresh starts (start="sim"), made on first reset
         self.model = model.eval()
         self.starts = starts
