@@ -129,6 +129,7 @@ def set_sampler(policy, cfg: DictConfig) -> None:
 
     kind = setting(cfg, "sampler", str, choices=(*INFERENCE_SCHEDULERS, MIP_SAMPLER), optional=True)
     steps = setting(cfg, "sampler_steps", int, minimum=1, optional=True)
+    set_init_noise(policy, setting(cfg, "init_noise_scale", float, minimum=0, optional=True))
     if kind is None and steps is None:
         return
     if kind is None and hasattr(policy, "set_decoding"):  # the VLA: its network calls are its decoding rounds
@@ -143,6 +144,18 @@ def set_sampler(policy, cfg: DictConfig) -> None:
         policy.set_inference_scheduler(kind, steps)
     except ValueError as error:
         raise CLIError(f"sampler={kind} sampler_steps={steps}: {error}") from None
+
+
+def set_init_noise(policy, scale: float | None) -> None:
+    """Start a diffusion policy's sampler from ``scale`` times Gaussian noise (``init_noise_scale``; None keeps
+    the checkpoint's); CLIError for any other policy."""
+    from robot_learn.cli.hydra_app import CLIError
+
+    if scale is None:
+        return
+    if not hasattr(policy.config, "init_noise_scale"):
+        raise CLIError(f"init_noise_scale applies to diffusion policies; this checkpoint is a {policy.name} policy")
+    policy.config = policy.config.with_changes(init_noise_scale=scale)
 
 
 def set_compile(policy, cfg: DictConfig) -> None:

@@ -111,7 +111,26 @@ def test_eval_samples_with_the_sampler_and_steps_it_is_given(run_cli, tmp_path):
     assert (report["eval_config"]["sampler"], report["eval_config"]["sampler_steps"]) == ("dpmsolver", 3)
 
 
+def test_eval_starts_the_sampler_from_the_noise_scale_it_is_given(run_cli, tmp_path):
+    from omegaconf import OmegaConf
+
+    from robot_learn.cli.evaluate import set_sampler
+    from robot_learn.policies import load_policy
+
+    policy = load_policy(_saved_policy(tmp_path / "ckpt"))
+    set_sampler(policy, OmegaConf.create({"sampler": None, "sampler_steps": None, "init_noise_scale": None}))
+    assert policy.config.init_noise_scale == 1.0  # null keeps the checkpoint's
+    set_sampler(policy, OmegaConf.create({"sampler": None, "sampler_steps": None, "init_noise_scale": 0}))
+    assert policy.config.init_noise_scale == 0.0
+    out = run_cli("eval", "checkpoint=ckpt", "task=stack", "episodes=1", "workers=1", "videos=0", "max_steps=6",
+                  "init_noise_scale=0", "out_dir=evalout", timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads((tmp_path / "evalout" / "report.json").read_text())["eval_config"]["init_noise_scale"] == 0
+
+
 @pytest.mark.parametrize("args, message", [
+    (["init_noise_scale=-1"], "init_noise_scale must be >= 0, got -1.0"),
+    (["init_noise_scale=nan"], "init_noise_scale must be a finite number, got nan"),
     (["sampler=heun"], "unknown sampler 'heun'; valid choices: ddpm, ddim, dpmsolver, mip"),
     (["sampler_steps=0"], "sampler_steps must be >= 1, got 0"),
     (["sampler_steps=500"], "num_inference_steps must be in [1, 100], got 500"),
@@ -176,6 +195,8 @@ def test_compile_on_a_diffusion_policy_switches_its_denoiser_and_keeps_its_fast_
 @pytest.mark.parametrize("args, message", [
     (["compile=maybe"], "compile must be true, false, bf16 or null, got 'maybe'"),
     (["compile=bf16"], "compile=bf16 applies to diffusion policies; this checkpoint is a discrete_diffusion policy"),
+    (["init_noise_scale=0"], "init_noise_scale applies to diffusion policies; this checkpoint is a discrete_diffusion "
+                             "policy"),
     (["sampler=ddim"], "sampler applies to diffusion policies (sampler_steps to them and to the discrete-diffusion VLA); "
                        "this checkpoint is a discrete_diffusion policy"),
 ])

@@ -35,6 +35,8 @@ def test_hydra_instantiates_the_dataclass_with_plain_containers():
         (dict(num_inference_steps=200), "num_inference_steps \\(200\\) exceeds num_train_timesteps \\(100\\)"),
         (dict(text_encoder="pretrained"), "needs pretrained_text_path"),
         (dict(state_dims={}, camera_names=[]), "needs state_dims or camera_names"),
+        (dict(init_noise_scale=-0.5), "init_noise_scale must be a finite number >= 0 .*got -0.5"),
+        (dict(init_noise_scale=float("nan")), "init_noise_scale must be a finite number >= 0 .*got nan"),
     ],
 )
 def test_bad_settings_are_named_with_valid_choices(changes, message):

@@ -39,6 +39,25 @@ def test_every_sampler_runs_its_configured_number_of_steps(stats, windows, kind,
     assert (chunk >= low - 1e-5).all() and (chunk <= high + 1e-5).all()
 
 
+@pytest.mark.parametrize("kind", ["ddim", "dpmsolver"])
+def test_from_zero_initial_noise_the_chunk_does_not_depend_on_the_generator(stats, windows, kind):
+    """``init_noise_scale=0``: the sampler starts from zeros and these samplers' steps add no noise, so two
+    generators give one chunk; at 1 (plain sampling) and at 0.5 they give two."""
+    torch.manual_seed(0)
+    policy = make_policy("diffusion", tiny_config(inference_scheduler=kind, num_inference_steps=5), stats).eval()
+    obs = tensor_batch(windows)["obs"]
+
+    def two_chunks(scale):
+        policy.config = policy.config.with_changes(init_noise_scale=scale)
+        return [policy.predict_action_chunk(obs, generator=torch.Generator().manual_seed(s)) for s in (0, 1)]
+
+    for scale in (1.0, 0.5):
+        first, second = two_chunks(scale)
+        assert (first - second).abs().max() > 1e-3
+    first, second = two_chunks(0.0)
+    torch.testing.assert_close(first, second, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("kind", ["ddpm", "ddim"])
 def test_a_widened_sample_range_lets_chunks_reach_beyond_the_demos_range(stats, windows, kind, tmp_path):
     """An untrained denoiser's x0 guesses land far outside [-1, 1]: clipped to the demos' range at

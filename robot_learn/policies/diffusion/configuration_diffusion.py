@@ -7,6 +7,7 @@ Two presets match the CLI's policy configs: :func:`diffusion_state_config` and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -37,7 +38,7 @@ class DiffusionConfig:
     # run may resume with them changed (Trainer's resume check).
     inference_fields: ClassVar[frozenset[str]] = frozenset({
         "execute_horizon", "inference_scheduler", "num_inference_steps", "fast_inference", "compile_inference",
-        "compile_bf16", "clip_sample_range"})
+        "compile_bf16", "clip_sample_range", "init_noise_scale"})
 
     # shapes
     action_dim: int = 5
@@ -93,6 +94,10 @@ class DiffusionConfig:
     clip_sample_range: float = 1.0
     inference_scheduler: str = "ddim"
     num_inference_steps: int = 10
+    # the sampler starts from this times Gaussian noise. 0: from zero noise, so ddim and dpmsolver (whose
+    # steps add no noise) give one chunk per observation, whatever the generator. On the pixel preset's
+    # bin_place policy 0 won 337 of 350 held-out episodes against 311 at 1 (docs/benchmarks.md)
+    init_noise_scale: float = 1.0
     # the U-Net's convolutions as matrix products in eval mode (same actions, faster at small
     # batches on CPU; MatmulConv1d). Training is unaffected.
     fast_inference: bool = True
@@ -151,6 +156,9 @@ class DiffusionConfig:
         check_execution_fits_chunk(self)
         if not 0.0 < self.mip_t_star < 1.0:
             raise ValueError(f"mip_t_star must be strictly between 0 and 1, got {self.mip_t_star}")
+        if not (math.isfinite(self.init_noise_scale) and self.init_noise_scale >= 0.0):
+            raise ValueError(f"init_noise_scale must be a finite number >= 0 (1: plain sampling, 0: from zero "
+                             f"noise), got {self.init_noise_scale}")
         if self.num_inference_steps > self.num_train_timesteps:
             raise ValueError(f"num_inference_steps ({self.num_inference_steps}) exceeds num_train_timesteps ({self.num_train_timesteps})")
         if self.denoiser == "unet":

@@ -225,9 +225,10 @@ class DiffusionPolicy(Policy):
     @torch.no_grad()
     def predict_action_chunk(self, obs: Obs, generator: torch.Generator | None = None,
                              guidance: Guidance | None = None) -> torch.Tensor:
-        """Sample an unnormalised chunk ``[B, action_horizon, A]``; a seeded ``generator`` makes it reproducible
-        (the MIP head draws no noise). ``guidance`` steers every denoising step with an objective's gradient
-        on the predicted clean chunk (``guidance.py``); None samples exactly as without it."""
+        """Sample an unnormalised chunk ``[B, action_horizon, A]`` from ``config.init_noise_scale`` times Gaussian
+        noise; a seeded ``generator`` makes it reproducible (the MIP head draws no noise). ``guidance`` steers
+        every denoising step with an objective's gradient on the predicted clean chunk (``guidance.py``); None
+        samples exactly as without it."""
         obs_features, text_features = self.encode(obs)
         batch, device = obs_features.shape[0], obs_features.device
         shape = (batch, self.action_horizon, self.action_dim)
@@ -239,6 +240,8 @@ class DiffusionPolicy(Policy):
             return self.action_normalizer.unnormalize(self.clamp_chunk(sample))
         noise_device = generator.device if generator is not None else device
         sample = torch.randn(shape, generator=generator, device=noise_device, dtype=torch.float32).to(device)
+        if self.config.init_noise_scale != 1.0:  # 0: from zero noise, one chunk per observation (ddim, dpmsolver)
+            sample = sample * self.config.init_noise_scale
         sample = self.denoise(sample, obs_features, text_features, generator=generator, guidance=guidance)
         return self.action_normalizer.unnormalize(self.clamp_chunk(sample))
 
