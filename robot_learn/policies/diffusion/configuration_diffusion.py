@@ -96,7 +96,8 @@ class DiffusionConfig:
     num_inference_steps: int = 10
     # the sampler starts from this times Gaussian noise. 0: from zero noise, so ddim and dpmsolver (whose
     # steps add no noise) give one chunk per observation, whatever the generator. On the pixel preset's
-    # bin_place policy 0 won 337 of 350 held-out episodes against 311 at 1 (docs/benchmarks.md)
+    # bin_place policy 0 won 337 of 350 held-out episodes against 311 at 1 (docs/benchmarks.md). ITPS's
+    # post_hoc (best of N) and biased_init draw their own noise; guided and stochastic steering start from this
     init_noise_scale: float = 1.0
     # the U-Net's convolutions as matrix products in eval mode (same actions, faster at small
     # batches on CPU; MatmulConv1d). Training is unaffected.
