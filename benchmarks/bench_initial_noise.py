@@ -21,6 +21,7 @@ episodes won and lost and an exact McNemar p.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 
@@ -45,7 +46,7 @@ def parse_arm(text: str) -> tuple[float, int, int]:
             if len(parts) == 3 and not parts[2].startswith("g"):
                 raise ValueError
             scale = float(parts[1])
-            if scale >= 0:
+            if scale >= 0 and math.isfinite(scale):
                 return scale, seed, 1
         if parts[0] == "mean" and len(parts) == 2 and int(parts[1]) >= 1:
             return 1.0, 0, int(parts[1])
@@ -96,11 +97,16 @@ def main() -> None:
         parse_arm(arm)  # every arm checked before the first runs
     try:
         sets = [(int(a), int(b)) for a, b in (s.split(":") for s in args.sets)]
+        if any(first < 0 or episodes < 1 for first, episodes in sets):
+            raise ValueError
     except ValueError:
         sys.exit(f"bench_initial_noise.py: error: --sets {args.sets}: each must be FIRST_SEED:EPISODES, "
                  "e.g. 1000000:50")
     torch.set_num_threads(args.threads)
-    policy = load_policy(resolve_policy_dir(args.checkpoint), expected_type="diffusion").eval()
+    try:
+        policy = load_policy(resolve_policy_dir(args.checkpoint), expected_type="diffusion").eval()
+    except (OSError, ValueError) as err:
+        sys.exit(f"bench_initial_noise.py: error: {args.checkpoint}: {err}")
     if policy.config.head != "diffusion" or policy.config.inference_scheduler == "ddpm":
         sys.exit(f"bench_initial_noise.py: error: {args.checkpoint} samples with head '{policy.config.head}' and "
                  f"'{policy.config.inference_scheduler}'; the arms need a diffusion head with ddim or dpmsolver")

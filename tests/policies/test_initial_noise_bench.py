@@ -36,11 +36,14 @@ def test_every_arm_runs_on_the_same_seeds_and_is_paired_with_the_first(tmp_path)
 
 def test_bad_arms_and_checkpoints_are_one_line_errors(tmp_path):
     policy = saved_policy(tmp_path / "policy")
-    for arm in ("noise:-1", "noise:x", "mean:0", "noise:1:7", "steps:5"):
+    for arm in ("noise:-1", "noise:x", "noise:inf", "mean:0", "noise:1:7", "steps:5"):
         proc = run(str(policy), "--arms", "noise:1", arm)
         assert proc.returncode == 1 and f"arm '{arm}': valid forms noise:S (S >= 0), noise:S:gG, mean:K" in proc.stderr
         assert "Traceback" not in proc.stderr
     proc = run(str(saved_policy(tmp_path / "mip", head="mip")), "--arms", "noise:0")
     assert proc.returncode == 1 and "samples with head 'mip'" in proc.stderr and "Traceback" not in proc.stderr
-    proc = run(str(policy), "--sets", "1000000")
-    assert proc.returncode == 1 and "each must be FIRST_SEED:EPISODES" in proc.stderr
+    for sets in ("1000000", "1000000:0"):
+        proc = run(str(policy), "--sets", sets)
+        assert proc.returncode == 1 and "each must be FIRST_SEED:EPISODES" in proc.stderr
+    proc = run(str(tmp_path / "nowhere"), "--arms", "noise:0")
+    assert proc.returncode == 1 and "nowhere" in proc.stderr and "Traceback" not in proc.stderr

@@ -5,8 +5,8 @@ says what the next actions should do; the policy still says what is feasible. Fi
 ways to sample a chunk that does both, all on the sampler's guidance hook
 (``guidance.py``) and the real diffusers scheduler:
 
-- ``random``: plain sampling; the objective is ignored (the baseline);
-- ``post_hoc``: sample ``num_samples`` chunks per observation, keep the one of lowest cost;
+- ``random``: the policy's own sampling (from its ``init_noise_scale``); the objective is ignored (the baseline);
+- ``post_hoc``: sample ``num_samples`` chunks per observation from N(0, I), keep the one of lowest cost;
 - ``biased_init``: start from the operator's path, noised to ``bias_level`` of the noise
   schedule, and denoise from there (the noisier steps are skipped);
 - ``guided``: guidance at every step with ``guided_scale``;
